@@ -1,0 +1,81 @@
+// Backend: the operations the model graph is written against.
+//
+// The graph (core/graph/forward.cc) is written once; kernels/cpu implements
+// these ops with Eigen + OpenMP and kernels/cuda with cuBLAS and our kernels.
+// Activations are f32 on the CPU backend; weights may be f32, f16 or bf16 and
+// are converted on the fly where they are read.
+#ifndef DYNSPARSE_CORE_GRAPH_BACKEND_H_
+#define DYNSPARSE_CORE_GRAPH_BACKEND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/types/span.h"
+#include "core/graph/rope.h"
+#include "core/graph/unit_selection.h"
+#include "core/model_config.h"
+#include "core/tensor.h"
+
+namespace dynsparse {
+
+// Causal attention of `q` rows over the first `num_keys` rows of a layer's KV
+// cache. Query row i sits at position query_positions[i]; key row j sits at
+// position j and is visible to query i iff j <= query_positions[i].
+struct AttentionArgs {
+  const Tensor* q = nullptr;        // [n, num_heads * head_dim]
+  const Tensor* k_cache = nullptr;  // [capacity, num_kv_heads * head_dim]
+  const Tensor* v_cache = nullptr;
+  int64_t num_keys = 0;
+  absl::Span<const int32_t> query_positions;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;  // GQA: query head h reads kv head h / (H / KV).
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  Tensor* out = nullptr;  // [n, num_heads * head_dim]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  // Activation storage on this backend's device (zero-filled).
+  virtual Tensor Allocate(DType dtype, Shape shape) = 0;
+
+  // out[i, :] = table[ids[i], :]  (out is f32 [n, width]).
+  virtual void Embed(const Tensor& table, absl::Span<const int32_t> ids,
+                     Tensor* out) = 0;
+  // y = x * w^T (+ bias): x [n, in] f32, w [out, in], bias [out] or empty.
+  virtual void Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                      Tensor* y) = 0;
+  virtual void LayerNorm(const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, double eps, Tensor* y) = 0;
+  virtual void RmsNorm(const Tensor& x, const Tensor& weight, double eps,
+                       Tensor* y) = 0;
+  // y += x (same shape).
+  virtual void AddInPlace(const Tensor& x, Tensor* y) = 0;
+  virtual void Activate(Activation activation, Tensor* x) = 0;
+  // up = act(gate) * up, elementwise (SwiGLU when act is SiLU).
+  virtual void GatedActivate(Activation activation, const Tensor& gate,
+                             Tensor* up) = 0;
+  // Rotates each head of x ([n, heads * head_dim]) by its row's position.
+  virtual void ApplyRope(const RopeTable& rope,
+                         absl::Span<const int32_t> positions, int64_t heads,
+                         Tensor* x) = 0;
+  // cache rows positions[i] = rows[i].
+  virtual void WriteRows(const Tensor& rows,
+                         absl::Span<const int32_t> positions,
+                         Tensor* cache) = 0;
+  virtual void Attention(const AttentionArgs& args) = 0;
+  // Masked execution of a unit selection: zeroes, per row, the units (blocks
+  // of `unit_width` columns) that the row does not keep.
+  virtual void MaskUnits(const UnitSelection& keep, int64_t unit_width,
+                         Tensor* x) = 0;
+  // Copies a device tensor to a host f32 tensor (identity on CPU).
+  virtual Tensor ToHost(const Tensor& x) = 0;
+};
+
+}  // namespace dynsparse
+
+#endif  // DYNSPARSE_CORE_GRAPH_BACKEND_H_

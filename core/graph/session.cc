@@ -1,0 +1,221 @@
+#include "core/graph/session.h"
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace dynsparse {
+
+Session::Session(const ModelConfig& config, const ModelWeights& weights,
+                 Backend& backend, Method& method, int64_t max_tokens)
+    : config_(config),
+      weights_(weights),
+      backend_(backend),
+      method_(method),
+      rope_(MakeRopeTable(config)),
+      cache_(config, max_tokens, backend) {
+  method_.BeginSequence();
+}
+
+void Session::Reset() {
+  cache_.set_length(0);
+  method_.BeginSequence();
+}
+
+absl::Status Session::CheckTokens(absl::Span<const int32_t> tokens) const {
+  if (tokens.empty()) return absl::InvalidArgumentError("no tokens to run");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token id ", tokens[i], " at index ", i,
+          " is outside the vocabulary [0, ", config_.vocab_size, ")"));
+    }
+  }
+  const int64_t end = length() + static_cast<int64_t>(tokens.size());
+  if (end > capacity()) {
+    return absl::OutOfRangeError(absl::StrCat("sequence of ", end,
+                                              " tokens exceeds the session's ",
+                                              capacity(), "-token KV cache"));
+  }
+  if (config_.family == ModelFamily::kOpt &&
+      end > config_.max_position_embeddings) {
+    return absl::OutOfRangeError(
+        absl::StrCat("sequence of ", end, " tokens exceeds this OPT model's ",
+                     config_.max_position_embeddings, " learned positions"));
+  }
+  if (config_.sliding_window > 0 && end > config_.sliding_window) {
+    return absl::UnimplementedError(absl::StrCat(
+        "sequence of ", end, " tokens exceeds sliding_window ",
+        config_.sliding_window, "; windowed attention is not implemented"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
+                                        int64_t first_logit_row) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (absl::Status s = CheckTokens(tokens); !s.ok()) return s;
+  if (first_logit_row < 0 || first_logit_row >= n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "first_logit_row ", first_logit_row, " outside [0, ", n, ")"));
+  }
+  std::vector<int32_t> positions(n);
+  std::iota(positions.begin(), positions.end(), static_cast<int32_t>(length()));
+  const Phase phase =
+      (length() == 0 || n > 1) ? Phase::kPrefill : Phase::kDecode;
+
+  Tensor x = Embed(tokens, positions);
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    TokenSelection keep;
+    method_.SelectTokens({layer, phase}, n, &keep);
+    if (!keep.all) {
+      return absl::UnimplementedError(
+          "token pruning needs the token-axis machinery (LazyLLM issue)");
+    }
+    RunLayer(layer, phase, positions, &x);
+  }
+  cache_.set_length(length() + n);
+
+  Tensor rows = x.Rows(first_logit_row, n);
+  const int64_t out_rows = n - first_logit_row;
+  if (config_.final_norm) {
+    Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
+    Norm(rows, weights_.final_norm_w, weights_.final_norm_b, &normed);
+    rows = normed;
+  }
+  if (config_.has_projection()) {
+    Tensor projected =
+        backend_.Allocate(DType::kF32, {out_rows, config_.embed_dim()});
+    backend_.Linear(rows, weights_.project_out, Tensor(), &projected);
+    rows = projected;
+  }
+  Tensor logits =
+      backend_.Allocate(DType::kF32, {out_rows, config_.vocab_size});
+  backend_.Linear(rows, weights_.lm_head, Tensor(), &logits);
+  return backend_.ToHost(logits);
+}
+
+Tensor Session::Embed(absl::Span<const int32_t> tokens,
+                      absl::Span<const int32_t> positions) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  Tensor embedded = backend_.Allocate(DType::kF32, {n, config_.embed_dim()});
+  backend_.Embed(weights_.tok_embed, tokens, &embedded);
+  Tensor x = embedded;
+  if (config_.has_projection()) {
+    x = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
+    backend_.Linear(embedded, weights_.project_in, Tensor(), &x);
+  }
+  if (config_.family == ModelFamily::kOpt) {
+    std::vector<int32_t> rows(n);
+    for (int64_t i = 0; i < n; ++i) {
+      rows[i] = positions[i] + static_cast<int32_t>(config_.position_offset);
+    }
+    Tensor pos = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
+    backend_.Embed(weights_.pos_embed, rows, &pos);
+    backend_.AddInPlace(pos, &x);
+  }
+  return x;
+}
+
+void Session::Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   Tensor* y) {
+  if (config_.family == ModelFamily::kOpt) {
+    backend_.LayerNorm(x, weight, bias, config_.norm_eps, y);
+  } else {
+    backend_.RmsNorm(x, weight, config_.norm_eps, y);
+  }
+}
+
+void Session::RunLayer(int64_t layer, Phase phase,
+                       absl::Span<const int32_t> positions, Tensor* x) {
+  Attention(layer, phase, positions, x);
+  Mlp(layer, phase, x);
+}
+
+void Session::Attention(int64_t layer, Phase phase,
+                        absl::Span<const int32_t> positions, Tensor* x) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t n = x->dim(0);
+  UnitSelection heads;
+  method_.SelectHeads({layer, phase}, *x, &heads);
+
+  // Pre-LN norms the block input; OPT's post-LN norms the block output.
+  Tensor h = *x;
+  if (config_.pre_norm) {
+    h = backend_.Allocate(DType::kF32, x->shape());
+    Norm(*x, w.attn_norm_w, w.attn_norm_b, &h);
+  }
+  Tensor q = backend_.Allocate(DType::kF32, {n, config_.q_dim()});
+  Tensor k = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
+  Tensor v = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
+  backend_.Linear(h, w.wq, w.bq, &q);
+  backend_.Linear(h, w.wk, w.bk, &k);
+  backend_.Linear(h, w.wv, w.bv, &v);
+  if (rope_.enabled()) {
+    backend_.ApplyRope(rope_, positions, config_.num_heads, &q);
+    backend_.ApplyRope(rope_, positions, config_.num_kv_heads, &k);
+  }
+  backend_.WriteRows(k, positions, &cache_.keys(layer));
+  backend_.WriteRows(v, positions, &cache_.values(layer));
+
+  Tensor context = backend_.Allocate(DType::kF32, {n, config_.q_dim()});
+  AttentionArgs args;
+  args.q = &q;
+  args.k_cache = &cache_.keys(layer);
+  args.v_cache = &cache_.values(layer);
+  args.num_keys = positions.back() + 1;
+  args.query_positions = positions;
+  args.num_heads = config_.num_heads;
+  args.num_kv_heads = config_.num_kv_heads;
+  args.head_dim = config_.head_dim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  args.out = &context;
+  backend_.Attention(args);
+  if (!heads.all) backend_.MaskUnits(heads, config_.head_dim, &context);
+
+  Tensor out = backend_.Allocate(DType::kF32, x->shape());
+  backend_.Linear(context, w.wo, w.bo, &out);
+  backend_.AddInPlace(out, x);
+  if (!config_.pre_norm) {
+    Tensor normed = backend_.Allocate(DType::kF32, x->shape());
+    Norm(*x, w.attn_norm_w, w.attn_norm_b, &normed);
+    *x = normed;
+  }
+}
+
+void Session::Mlp(int64_t layer, Phase phase, Tensor* x) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t n = x->dim(0);
+  UnitSelection neurons;
+  method_.SelectNeurons({layer, phase}, *x, &neurons);
+
+  Tensor h = *x;
+  if (config_.pre_norm) {
+    h = backend_.Allocate(DType::kF32, x->shape());
+    Norm(*x, w.mlp_norm_w, w.mlp_norm_b, &h);
+  }
+  Tensor up = backend_.Allocate(DType::kF32, {n, config_.intermediate_size});
+  backend_.Linear(h, w.w_up, w.b_up, &up);
+  if (config_.gated_mlp) {
+    Tensor gate =
+        backend_.Allocate(DType::kF32, {n, config_.intermediate_size});
+    backend_.Linear(h, w.w_gate, w.b_gate, &gate);
+    backend_.GatedActivate(config_.activation, gate, &up);
+  } else {
+    backend_.Activate(config_.activation, &up);
+  }
+  if (!neurons.all) backend_.MaskUnits(neurons, 1, &up);
+
+  Tensor down = backend_.Allocate(DType::kF32, x->shape());
+  backend_.Linear(up, w.w_down, w.b_down, &down);
+  backend_.AddInPlace(down, x);
+  if (!config_.pre_norm) {
+    Tensor normed = backend_.Allocate(DType::kF32, x->shape());
+    Norm(*x, w.mlp_norm_w, w.mlp_norm_b, &normed);
+    *x = normed;
+  }
+}
+
+}  // namespace dynsparse

@@ -1,0 +1,60 @@
+// Session: runs one sequence through the model graph — batched prefill of many
+// tokens, then incremental decode — with a KV cache and a method's hooks.
+#ifndef DYNSPARSE_CORE_GRAPH_SESSION_H_
+#define DYNSPARSE_CORE_GRAPH_SESSION_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/graph/backend.h"
+#include "core/graph/kv_cache.h"
+#include "core/graph/method.h"
+#include "core/graph/rope.h"
+#include "core/model_config.h"
+#include "core/model_weights.h"
+
+namespace dynsparse {
+
+class Session {
+ public:
+  // `config`, `weights`, `backend` and `method` must outlive the session.
+  // `max_tokens` bounds the sequence length (KV cache capacity).
+  Session(const ModelConfig& config, const ModelWeights& weights,
+          Backend& backend, Method& method, int64_t max_tokens);
+
+  // Appends `tokens` at positions [length(), length() + n) and runs them.
+  // Returns host f32 logits [n - first_logit_row, vocab] for rows
+  // [first_logit_row, n); pass n - 1 for just the last token.
+  absl::StatusOr<Tensor> Forward(absl::Span<const int32_t> tokens,
+                                 int64_t first_logit_row);
+
+  // Forgets the sequence: the next Forward starts at position 0.
+  void Reset();
+  int64_t length() const { return cache_.length(); }
+  int64_t capacity() const { return cache_.capacity(); }
+  const KvCache& cache() const { return cache_; }
+
+ private:
+  absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
+  Tensor Embed(absl::Span<const int32_t> tokens,
+               absl::Span<const int32_t> positions);
+  void RunLayer(int64_t layer, Phase phase, absl::Span<const int32_t> positions,
+                Tensor* x);
+  void Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+            Tensor* y);
+  void Attention(int64_t layer, Phase phase,
+                 absl::Span<const int32_t> positions, Tensor* x);
+  void Mlp(int64_t layer, Phase phase, Tensor* x);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  Backend& backend_;
+  Method& method_;
+  RopeTable rope_;
+  KvCache cache_;
+};
+
+}  // namespace dynsparse
+
+#endif  // DYNSPARSE_CORE_GRAPH_SESSION_H_

@@ -1,0 +1,52 @@
+#include "datasets/corpus_registry.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "datasets/text_file.h"
+
+namespace dynsparse {
+
+const std::vector<CorpusInfo>& CorpusRegistry() {
+  static const auto* const kCorpora = new std::vector<CorpusInfo>{
+      {"wikitext2", "wikitext2/wiki.test.raw",
+       "WikiText-2 raw test (2891 non-empty lines joined by newlines)"},
+      {"wikitext2-valid-tokens", "wikitext2/wiki.valid.tokens",
+       "WikiText-2 tokenized validation (with <unk>)"},
+      {"ptb", "ptb/ptb.test.txt", "Penn Treebank test (Mikolov preprocessing)"},
+      {"ptb-valid", "ptb/ptb.valid.txt", "Penn Treebank validation"},
+  };
+  return *kCorpora;
+}
+
+absl::StatusOr<CorpusText> LoadCorpus(std::string_view name_or_path) {
+  for (const CorpusInfo& info : CorpusRegistry()) {
+    if (info.name != name_or_path) continue;
+    const char* root = std::getenv("DYNSPARSE_DATA");
+    if (root == nullptr || *root == '\0') {
+      return absl::FailedPreconditionError(
+          absl::StrCat("corpus '", info.name,
+                       "' needs DYNSPARSE_DATA set to the shared data folder"));
+    }
+    const std::string path = absl::StrCat(root, "/", info.relative_path);
+    auto text = ReadTextFile(path);
+    if (!text.ok()) return text.status();
+    return CorpusText{info.name, path, *std::move(text)};
+  }
+  const std::string path(name_or_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    std::vector<std::string> names;
+    for (const CorpusInfo& info : CorpusRegistry()) names.push_back(info.name);
+    return absl::NotFoundError(absl::StrCat(
+        "'", path, "' is neither a file nor a registered corpus (valid: ",
+        absl::StrJoin(names, ", "), ")"));
+  }
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return CorpusText{path, path, *std::move(text)};
+}
+
+}  // namespace dynsparse

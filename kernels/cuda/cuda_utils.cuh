@@ -1,0 +1,88 @@
+// Device-side helpers shared by the kernels in kernels/cuda (include from .cu
+// files only): element loads that convert to f32, warp and block reductions,
+// and the launch-size helpers.
+#ifndef DYNSPARSE_KERNELS_CUDA_CUDA_UTILS_CUH_
+#define DYNSPARSE_KERNELS_CUDA_CUDA_UTILS_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace dynsparse::cuda {
+
+// A floating dtype as a kernel argument (Tensor dtypes are host-side enums).
+enum class FloatKind : int { kNone = 0, kF32 = 1, kF16 = 2, kBF16 = 3 };
+
+inline FloatKind ToFloatKind(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return FloatKind::kF32;
+    case DType::kF16:
+      return FloatKind::kF16;
+    case DType::kBF16:
+      return FloatKind::kBF16;
+    case DType::kI32:
+      break;
+  }
+  return FloatKind::kNone;
+}
+
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+// Element i of a vector whose dtype is known only at run time (uniform across
+// the warp, so the switch does not diverge). kNone reads as `fallback`.
+__device__ __forceinline__ float LoadAsFloat(const void* p, FloatKind kind,
+                                             int64_t i, float fallback) {
+  switch (kind) {
+    case FloatKind::kF32:
+      return static_cast<const float*>(p)[i];
+    case FloatKind::kF16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case FloatKind::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case FloatKind::kNone:
+      break;
+  }
+  return fallback;
+}
+
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  }
+  return v;
+}
+
+// Sum over the block; every thread gets the result. `scratch` holds one float
+// per warp (32 is enough for any block). All threads must call it.
+__device__ __forceinline__ float BlockSum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = WarpSum(v);
+  __syncthreads();  // scratch may still be read from a previous call.
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = lane < warps ? scratch[lane] : 0.0f;
+  total = WarpSum(total);
+  return total;
+}
+
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline bool IsAligned(const void* p, uintptr_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
+}
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_CUDA_UTILS_CUH_

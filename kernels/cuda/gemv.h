@@ -1,0 +1,79 @@
+// Decode GEMV on CUDA: y[b, o] = sum_k x[b, k] * w[o, k] (+ bias[o]).
+//
+// The decode step of an LLM multiplies a handful of activation rows (batch
+// 1..8) by every weight matrix, so the time is the time to stream the weights
+// from HBM once; the arithmetic is negligible. gemv.cu explains the kernel.
+//
+// Types: w is f16 or bf16 (fast paths) or f32 (correct but slow path), in the
+// [out, in] row-major layout of torch.nn.Linear / safetensors. x and y are
+// f32, the activation type of core/graph/backend.h, so no conversion pass is
+// needed between ops; accumulation is f32. The CUDA-core path uses x as is;
+// the tensor-core path splits x into hi + lo halves of w's type (x = hi + lo
+// to 16 bits for bf16, 22 for f16), so its products match f32 to ~1e-5
+// relative. With f16 weights |x| must stay below 65504 (f16's range, as in an
+// f16 model's own activations). bias is empty or [out] in any floating dtype.
+#ifndef DYNSPARSE_KERNELS_CUDA_GEMV_H_
+#define DYNSPARSE_KERNELS_CUDA_GEMV_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+
+inline constexpr int64_t kGemvMaxBatch = 8;
+
+// Which kernel computes the product (gemv.cu explains each).
+enum class GemvPath {
+  kAuto,        // PlanGemv chooses.
+  kScalar,      // Any shape, alignment and weight dtype; slow.
+  kCudaCore,    // 16-byte loads, f32 FMA; fastest at batch 1-2.
+  kTensorCore,  // 16-byte loads, mma.sync with x split into hi + lo halves.
+};
+const char* GemvPathName(GemvPath path);
+
+// How one launch divides the work. PlanGemv picks it; tests and benchmarks
+// may force the path and split factors through GemvOptions.
+struct GemvPlan {
+  GemvPath path = GemvPath::kScalar;
+  int rows_per_warp = 1;  // Output rows one warp computes together.
+  int warps_per_row = 1;  // Warps of one block that split one row's K.
+  int k_splits = 1;   // Blocks that split K (partials summed in a 2nd pass).
+  int tc_variant = 0;  // kTensorCore: load-pipelining variant (gemv.cu).
+  int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
+  int64_t grid_blocks = 0;       // Blocks per K split.
+  int resident_warps = 0;        // Warps the whole GPU holds at once.
+
+  std::string DebugString() const;
+};
+
+struct GemvOptions {
+  GemvPath path = GemvPath::kAuto;  // A forced fast path that cannot run is
+                                    // an InvalidArgument error.
+  int warps_per_row = 0;  // kCudaCore only. 0: automatic; else 1, 2 or 4.
+  int k_splits = 0;       // 0: automatic; else >= 1.
+  int tc_variant = 0;     // kTensorCore only. 0: automatic; else 1..3
+                          // (load-pipelining variants, for tuning).
+};
+
+// The plan Gemv would run for these operands (validates them too).
+absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
+                                  const Tensor& w,
+                                  const GemvOptions& options = {});
+
+// y = x * w^T (+ bias), queued on ctx's stream. x [batch, in] f32 with
+// 1 <= batch <= 8, w [out, in] f16/bf16/f32, bias empty or [out], y [batch,
+// out] f32 (must not alias x). Uses ctx's workspace when K is split across
+// blocks; the first call of a shape may grow it (do that outside graph
+// capture).
+absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, Tensor* y,
+                  const GemvOptions& options = {});
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_GEMV_H_

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# One command on a GPU machine, from the repository root:
+#
+#   bash kernels/cuda/run_on_gpu.sh
+#
+# 1. prints the machine (GPU, driver, nvcc, cmake, ninja, compiler);
+# 2. checks the C++ dependencies and says what is missing;
+# 3. configures + builds the CUDA slice in Release with ninja, for the GPU's
+#    own architecture (sm_90a on an H200), and records the ptxas register /
+#    spill report of the GEMV kernels;
+# 4. runs `ctest -L cuda --output-on-failure` (kernels vs the CPU reference)
+#    and the GEMV test's plan printout;
+# 5. runs the GEMV benchmark (--benchmark_format=json, --benchmark_out=
+#    $OUT/cuda_bench.json) and prints a short table: GB/s and % of the
+#    device-to-device copy bandwidth measured in the same run.
+# Files in $OUT (default build_cuda_out/; five, as the device tool returns at
+# most 8): build.log (configure + build), ptxas_gemv.txt, ctest.log (with the
+# GEMV plan printout), cuda_bench.json, cuda_bench.log (stderr + table).
+#
+# Needs: cmake >= 3.25, ninja, nvcc (13.0) with a host g++ (C++20), an NVIDIA
+# driver, python3 (for the table), and the C++ libraries Abseil, Eigen 3.4,
+# GoogleTest + gmock and Google Benchmark (benchmark is optional: without it
+# only the tests run), plus OpenMP (libgomp, ships with g++).
+# If those libraries are not installed on the GPU machine: on a Debian machine
+# that has them, run `bash kernels/cuda/stage_deps.sh` (writes the git-ignored
+# build_cuda_deps/) and carry that folder along; this script uses it when
+# present (or DS_CUDA_DEPS=/path).
+#
+# By default it builds kernels/cuda/standalone (core/ + kernels/cpu +
+# kernels/cuda + tests/cuda only: no yaml-cpp, nlohmann-json or ICU needed,
+# and unaffected by other folders). DS_CUDA_FULL_BUILD=1 builds the whole
+# repository instead. DS_CUDA_ARCHS overrides the CUDA architectures;
+# DS_CUDA_SKIP_BENCH=1 stops after the tests.
+#
+# Exit status: 0 when the build and every test passed; 1 otherwise (the
+# benchmark still runs after failing tests so one run says as much as it can).
+set -uo pipefail
+
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$repo"
+OUT="${OUT:-$repo/build_cuda_out}"
+mkdir -p "$OUT"
+build="${DS_CUDA_BUILD_DIR:-$repo/build-cuda-gpu}"
+deps="${DS_CUDA_DEPS:-$repo/build_cuda_deps}"
+status=0
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+section "machine"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap,clocks.sm,clocks.mem \
+    --format=csv 2>&1
+else
+  echo "nvidia-smi not found: no NVIDIA driver? (tests will skip)"
+fi
+for tool in nvcc cmake ninja g++ python3; do
+  if command -v "$tool" >/dev/null 2>&1; then
+    printf '%-8s %s\n' "$tool" "$("$tool" --version 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+')"
+  else
+    printf '%-8s MISSING\n' "$tool"
+  fi
+done
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+  echo "using /usr/local/cuda/bin/nvcc"
+fi
+for tool in nvcc cmake ninja g++; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "FATAL: $tool is required to build (see the header of $0)"
+    exit 1
+  fi
+done
+
+section "dependencies"
+cmake_args=()
+inc_dirs=(/usr/include /usr/local/include /usr/include/eigen3)
+if [[ -d "$deps/root/usr" ]]; then
+  echo "using staged libraries in $deps ($(head -1 "$deps/MANIFEST" 2>/dev/null))"
+  d="$deps/root/usr"
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$d"
+               "-Dabsl_DIR=$d/lib/x86_64-linux-gnu/cmake/absl"
+               "-DGTest_DIR=$d/lib/x86_64-linux-gnu/cmake/GTest"
+               "-Dbenchmark_DIR=$d/lib/x86_64-linux-gnu/cmake/benchmark"
+               "-DEigen3_DIR=$d/share/eigen3/cmake")
+  export LD_LIBRARY_PATH="$d/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  inc_dirs=("$d/include" "$d/include/eigen3" "${inc_dirs[@]}")
+fi
+find_header() {
+  local h
+  for dir in "${inc_dirs[@]}"; do
+    if [[ -f "$dir/$1" ]]; then echo "$dir"; return 0; fi
+  done
+  return 1
+}
+missing=()
+have_benchmark=ON
+for pair in "Abseil:absl/status/status.h" "Eigen:Eigen/Core" \
+            "GoogleTest:gtest/gtest.h" "gmock:gmock/gmock.h" \
+            "GoogleBenchmark:benchmark/benchmark.h"; do
+  name="${pair%%:*}"
+  header="${pair#*:}"
+  if dir="$(find_header "$header")"; then
+    printf '%-16s found (%s)\n' "$name" "$dir"
+  else
+    printf '%-16s MISSING (%s)\n' "$name" "$header"
+    if [[ "$name" == GoogleBenchmark ]]; then
+      have_benchmark=OFF
+    else
+      missing+=("$name")
+    fi
+  fi
+done
+if ((${#missing[@]})); then
+  cat <<EOF
+FATAL: missing C++ libraries: ${missing[*]}.
+  Install them (Debian/Ubuntu: libabsl-dev libeigen3-dev libgtest-dev
+  libgmock-dev libbenchmark-dev), or stage them on a machine that has them:
+    bash kernels/cuda/stage_deps.sh      # writes build_cuda_deps/
+  and carry build_cuda_deps/ here (or set DS_CUDA_DEPS=/path/to/it).
+EOF
+  exit 1
+fi
+[[ "$have_benchmark" == OFF ]] &&
+  echo "WARNING: Google Benchmark missing: building tests only, no benchmark"
+
+archs="${DS_CUDA_ARCHS:-}"
+if [[ -z "$archs" ]]; then
+  cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
+  case "$cap" in
+    90) archs="90a-real" ;;
+    "") archs="80-real;90a-real" ;;
+    *) archs="${cap}-real" ;;
+  esac
+fi
+echo "CUDA architectures: $archs"
+
+section "configure + build (Release, ninja) -> $build"
+if [[ "${DS_CUDA_FULL_BUILD:-0}" == 1 ]]; then
+  src="$repo"
+  test_dir="$build"
+  bench="$build/kernels/cuda/dynsparse_cuda_benchmarks"
+  gemv_test="$build/tests/cuda/cuda_gemv_test"
+else
+  src="$repo/kernels/cuda/standalone"
+  test_dir="$build"
+  bench="$build/kernels_cuda/dynsparse_cuda_benchmarks"
+  gemv_test="$build/tests_cuda/cuda_gemv_test"
+fi
+start=$SECONDS
+if ! cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      "-DCMAKE_CUDA_ARCHITECTURES=$archs" "-DDYNSPARSE_BENCHMARKS=$have_benchmark" \
+      "${cmake_args[@]}" >"$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"
+  echo "FATAL: configure failed (full log: $OUT/build.log)"
+  exit 1
+fi
+if ! ninja -C "$build" >>"$OUT/build.log" 2>&1; then
+  grep -E -B2 -A6 'error|FAILED' "$OUT/build.log" | head -80
+  echo "FATAL: build failed (full log: $OUT/build.log)"
+  exit 1
+fi
+echo "built in $((SECONDS - start)) s"
+
+section "ptxas report for gemv.cu"
+{
+  inc=(-I"$repo")
+  for dir in "${inc_dirs[@]}"; do inc+=(-I"$dir"); done
+  for a in ${archs//;/ }; do
+    a="${a%-real}"
+    nvcc -std=c++20 -O3 -lineinfo --expt-relaxed-constexpr "${inc[@]}" \
+      "-gencode=arch=compute_$a,code=sm_$a" -Xptxas -v -c kernels/cuda/gemv.cu \
+      -o "$OUT/gemv_sm$a.o" 2>&1 |
+      awk -v arch="sm_$a" '
+        /Compiling entry/ { match($0, /Gemv[A-Za-z]+Kernel(I[0-9]*[_a-z0-9]*Li[0-9])?/); k = substr($0, RSTART, RLENGTH) }
+        /spill/ { s = $0; sub(/.*info *: */, "", s); sub(/^ */, "", s) }
+        /Used/ { u = $0; sub(/.*info *: */, "", u); printf "%s %-34s %s | %s\n", arch, k, u, s }'
+    rm -f "$OUT/gemv_sm$a.o"
+  done
+} >"$OUT/ptxas_gemv.txt" 2>&1
+grep -E "Vector|SplitReduce" "$OUT/ptxas_gemv.txt" | head -20
+
+section "ctest -L cuda"
+start=$SECONDS
+if ! (cd "$test_dir" && ctest -L cuda --output-on-failure -j4 --timeout 600) \
+    >"$OUT/ctest.log" 2>&1; then
+  status=1
+  grep -E -A40 'Failure|FAILED|Failed|Exception|Timeout' "$OUT/ctest.log" | head -150
+fi
+grep -E 'tests passed|tests failed|Skipped' "$OUT/ctest.log" | head -5
+echo "tests took $((SECONDS - start)) s"
+"$gemv_test" --gtest_filter='GemvTest.ModelSizedShapes:GemvTest.SmallOutSplitsKAcrossBlocks' \
+  >"$OUT/gemv_plans.tmp" 2>&1 || true
+grep -E ' err=| plan ' "$OUT/gemv_plans.tmp" | head -40
+{ echo; echo "==== GEMV plans ===="; cat "$OUT/gemv_plans.tmp"; } >>"$OUT/ctest.log"
+rm -f "$OUT/gemv_plans.tmp"
+
+if [[ "${DS_CUDA_SKIP_BENCH:-0}" == 1 ]]; then
+  echo "DS_CUDA_SKIP_BENCH=1: benchmark skipped"
+elif [[ "$have_benchmark" == ON && -x "$bench" ]]; then
+  section "GEMV benchmark"
+  start=$SECONDS
+  if ! "$bench" --benchmark_format=json --benchmark_out="$OUT/cuda_bench.json" \
+      >/dev/null 2>"$OUT/cuda_bench.log"; then
+    status=1
+    tail -20 "$OUT/cuda_bench.log"
+    echo "benchmark failed"
+  fi
+  head -5 "$OUT/cuda_bench.log"
+  echo "benchmark took $((SECONDS - start)) s"
+  if command -v python3 >/dev/null 2>&1 && [[ -s "$OUT/cuda_bench.json" ]]; then
+    python3 - "$OUT/cuda_bench.json" <<'PY' | tee -a "$OUT/cuda_bench.log"
+import json, sys
+data = json.load(open(sys.argv[1]))
+ctx = data.get("context", {})
+print(f"device: {ctx.get('device', '?')}   copy bandwidth: {ctx.get('copy_GBps', '?')} GB/s")
+print(f"{'benchmark':44s} {'us':>9s} {'GB/s':>8s} {'%copy':>6s}  plan")
+for b in data.get("benchmarks", []):
+    if b.get("error_occurred"):
+        print(f"{b['name']:44s} ERROR {b.get('error_message', '')}")
+        continue
+    label = b.get("label", "").replace("resident_warps=", "res=")
+    print(f"{b['name']:44s} {b.get('us', 0):9.2f} {b.get('GB/s', 0):8.1f} "
+          f"{b.get('pct_copy', 0):6.1f}  {label}")
+PY
+  fi
+fi
+
+section "summary"
+grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1
+echo "logs in $OUT; exit status $status"
+exit "$status"

@@ -1,0 +1,95 @@
+#include "methods/method_args.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace dynsparse {
+
+absl::StatusOr<MethodArgs> MethodArgs::Parse(
+    const std::vector<std::string>& items) {
+  MethodArgs args;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--method-arg '", item, "': expected key=value"));
+    }
+    std::string key = item.substr(0, eq);
+    if (args.Has(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--method-arg '", key, "' given twice"));
+    }
+    args.Set(std::move(key), item.substr(eq + 1));
+  }
+  return args;
+}
+
+void MethodArgs::Set(std::string key, std::string value) {
+  items_[std::move(key)] = std::move(value);
+}
+
+bool MethodArgs::Has(absl::string_view key) const {
+  return items_.find(key) != items_.end();
+}
+
+absl::StatusOr<double> MethodArgs::GetDouble(absl::string_view key,
+                                             double fallback) const {
+  used_.emplace(key);
+  auto it = items_.find(key);
+  if (it == items_.end()) return fallback;
+  double value;
+  if (!absl::SimpleAtod(it->second, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method parameter '", key, "': '", it->second, "' is not a number"));
+  }
+  return value;
+}
+
+absl::StatusOr<int64_t> MethodArgs::GetInt(absl::string_view key,
+                                           int64_t fallback) const {
+  used_.emplace(key);
+  auto it = items_.find(key);
+  if (it == items_.end()) return fallback;
+  int64_t value;
+  if (!absl::SimpleAtoi(it->second, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method parameter '", key, "': '", it->second, "' is not an integer"));
+  }
+  return value;
+}
+
+absl::StatusOr<bool> MethodArgs::GetBool(absl::string_view key,
+                                         bool fallback) const {
+  used_.emplace(key);
+  auto it = items_.find(key);
+  if (it == items_.end()) return fallback;
+  bool value;
+  if (!absl::SimpleAtob(it->second, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method parameter '", key, "': '", it->second, "' is not a boolean"));
+  }
+  return value;
+}
+
+std::string MethodArgs::GetString(absl::string_view key,
+                                  absl::string_view fallback) const {
+  used_.emplace(key);
+  auto it = items_.find(key);
+  return it == items_.end() ? std::string(fallback) : it->second;
+}
+
+absl::Status MethodArgs::CheckAllUsed(
+    absl::string_view method, const std::vector<std::string>& valid) const {
+  for (const auto& [key, value] : items_) {
+    if (used_.count(key) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "method '", method, "' has no parameter '", key, "' (valid: ",
+          valid.empty() ? "none" : absl::StrJoin(valid, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dynsparse

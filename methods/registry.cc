@@ -1,0 +1,37 @@
+#include "methods/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "methods/dense/dense.h"
+
+namespace dynsparse {
+
+const std::vector<MethodInfo>& MethodRegistry() {
+  static const auto* const kMethods = new std::vector<MethodInfo>{
+      {"dense",
+       "every token, head and neuron (the baseline)",
+       {},
+       &DenseMethod::Create},
+  };
+  return *kMethods;
+}
+
+absl::StatusOr<std::unique_ptr<Method>> CreateMethod(absl::string_view name,
+                                                     const MethodArgs& args) {
+  std::vector<std::string> names;
+  for (const MethodInfo& info : MethodRegistry()) {
+    if (info.name == name) {
+      auto method = info.create(args);
+      if (!method.ok()) return method.status();
+      if (absl::Status s = args.CheckAllUsed(name, info.parameters); !s.ok()) {
+        return s;
+      }
+      return method;
+    }
+    names.push_back(info.name);
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "unknown method '", name, "' (valid: ", absl::StrJoin(names, ", "), ")"));
+}
+
+}  // namespace dynsparse

@@ -1,0 +1,259 @@
+// The model graph on random weights: KV-cache decode equals a full forward,
+// masked unit selections equal the matching zeroed weights, and bad input is
+// rejected with a status.
+#include "core/graph/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "core/graph/random_weights.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "methods/dense/dense.h"
+
+namespace dynsparse {
+namespace {
+
+ModelConfig LlamaGqaConfig() {
+  ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
+  c.family = ModelFamily::kLlama;
+  c.vocab_size = 97;
+  c.hidden_size = 32;
+  c.intermediate_size = 72;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = 64;
+  c.rope_theta = 10000.0;
+  return c;
+}
+
+ModelConfig OptConfig(bool pre_norm) {
+  ModelConfig c;
+  c.architecture = "OPTForCausalLM";
+  c.family = ModelFamily::kOpt;
+  c.vocab_size = 97;
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  c.head_dim = 8;
+  c.max_position_embeddings = 64;
+  c.activation = Activation::kRelu;
+  c.gated_mlp = false;
+  c.pre_norm = pre_norm;
+  c.final_norm = pre_norm;
+  c.word_embed_proj_dim = pre_norm ? 32 : 16;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+std::vector<int32_t> RandomIds(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
+  return ids;
+}
+
+float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+std::vector<float> FullLogits(const ModelConfig& c, const ModelWeights& w,
+                              Method& method, const std::vector<int32_t>& ids) {
+  CpuBackend backend(2);
+  Session session(c, w, backend, method, static_cast<int64_t>(ids.size()));
+  auto logits = session.Forward(ids, 0);
+  EXPECT_TRUE(logits.ok()) << logits.status();
+  return logits->ToF32Vector();
+}
+
+class SessionFamilyTest : public ::testing::TestWithParam<ModelConfig> {};
+
+TEST_P(SessionFamilyTest, IncrementalDecodeMatchesFullForward) {
+  const ModelConfig c = GetParam();
+  const ModelWeights w = RandomWeights(c, 11);
+  const std::vector<int32_t> ids = RandomIds(20, c.vocab_size, 3);
+  DenseMethod dense;
+  const std::vector<float> full = FullLogits(c, w, dense, ids);
+
+  CpuBackend backend(2);
+  Session session(c, w, backend, dense, 32);
+  std::vector<float> stepwise;
+  // A 12-token prefill, then one token at a time.
+  auto prefill = session.Forward(absl::MakeConstSpan(ids).subspan(0, 12), 0);
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  stepwise = prefill->ToF32Vector();
+  for (size_t t = 12; t < ids.size(); ++t) {
+    auto step = session.Forward(absl::MakeConstSpan(&ids[t], 1), 0);
+    ASSERT_TRUE(step.ok()) << step.status();
+    const std::vector<float> row = step->ToF32Vector();
+    stepwise.insert(stepwise.end(), row.begin(), row.end());
+  }
+  EXPECT_EQ(session.length(), 20);
+  EXPECT_LT(MaxAbsDiff(full, stepwise), 1e-4f);
+  // The logits are not degenerate (a test on all-equal outputs proves little).
+  const auto [lo, hi] = std::minmax_element(full.begin(), full.end());
+  EXPECT_GT(*hi - *lo, 1.0f);
+}
+
+TEST_P(SessionFamilyTest, HalfPrecisionWeightsStayCloseToF32) {
+  const ModelConfig c = GetParam();
+  const std::vector<int32_t> ids = RandomIds(10, c.vocab_size, 5);
+  DenseMethod dense;
+  const std::vector<float> ref =
+      FullLogits(c, RandomWeights(c, 11), dense, ids);
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const std::vector<float> got =
+        FullLogits(c, RandomWeights(c, 11, dtype), dense, ids);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      num += (got[i] - ref[i]) * (got[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    EXPECT_LT(std::sqrt(num / den), dtype == DType::kF16 ? 5e-3 : 3e-2)
+        << DTypeName(dtype);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SessionFamilyTest,
+                         ::testing::Values(LlamaGqaConfig(), OptConfig(true),
+                                           OptConfig(false)));
+
+// Keeps a fixed unit set for every row at one layer.
+class FixedUnitsMethod : public Method {
+ public:
+  FixedUnitsMethod(bool heads, int64_t layer, std::vector<int32_t> units)
+      : heads_(heads), layer_(layer), units_(std::move(units)) {}
+  std::string name() const override { return "fixed-units"; }
+  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+  void SelectHeads(const LayerSite& site, const Tensor& x,
+                   UnitSelection* sel) override {
+    if (heads_) Fill(site, x, sel);
+  }
+  void SelectNeurons(const LayerSite& site, const Tensor& x,
+                     UnitSelection* sel) override {
+    if (!heads_) Fill(site, x, sel);
+  }
+
+ private:
+  void Fill(const LayerSite& site, const Tensor& x, UnitSelection* sel) {
+    if (site.layer != layer_) return;
+    sel->all = false;
+    sel->per_row = static_cast<int64_t>(units_.size());
+    for (int64_t r = 0; r < x.dim(0); ++r) {
+      sel->indices.insert(sel->indices.end(), units_.begin(), units_.end());
+    }
+  }
+  bool heads_;
+  int64_t layer_;
+  std::vector<int32_t> units_;
+};
+
+// Zeroes columns [begin, end) of a [rows, cols] f32 weight.
+void ZeroColumns(Tensor* w, int64_t begin, int64_t end) {
+  const int64_t cols = w->dim(1);
+  for (int64_t r = 0; r < w->dim(0); ++r) {
+    for (int64_t c = begin; c < end; ++c) w->data<float>()[r * cols + c] = 0.0f;
+  }
+}
+
+TEST(SessionMaskTest, MaskedHeadsEqualZeroedOutputProjection) {
+  const ModelConfig c = LlamaGqaConfig();
+  const std::vector<int32_t> ids = RandomIds(9, c.vocab_size, 8);
+  FixedUnitsMethod keep_0_and_2(/*heads=*/true, /*layer=*/1, {2, 0});
+  const std::vector<float> masked =
+      FullLogits(c, RandomWeights(c, 4), keep_0_and_2, ids);
+
+  ModelWeights zeroed = RandomWeights(c, 4);
+  zeroed.layers[1].wo =
+      zeroed.layers[1].wo.ConvertTo(DType::kF32);  // Own copy.
+  ZeroColumns(&zeroed.layers[1].wo, 1 * c.head_dim, 2 * c.head_dim);
+  ZeroColumns(&zeroed.layers[1].wo, 3 * c.head_dim, 4 * c.head_dim);
+  DenseMethod dense;
+  EXPECT_LT(MaxAbsDiff(masked, FullLogits(c, zeroed, dense, ids)), 1e-5f);
+  EXPECT_GT(MaxAbsDiff(masked, FullLogits(c, RandomWeights(c, 4), dense, ids)),
+            1e-3f);
+}
+
+TEST(SessionMaskTest, MaskedNeuronsEqualZeroedDownColumns) {
+  const ModelConfig c = OptConfig(true);
+  const std::vector<int32_t> ids = RandomIds(9, c.vocab_size, 9);
+  std::vector<int32_t> kept(c.intermediate_size / 4);
+  std::iota(kept.begin(), kept.end(), 0);
+  FixedUnitsMethod keep_quarter(/*heads=*/false, /*layer=*/0, kept);
+  const std::vector<float> masked =
+      FullLogits(c, RandomWeights(c, 6), keep_quarter, ids);
+
+  ModelWeights zeroed = RandomWeights(c, 6);
+  zeroed.layers[0].w_down = zeroed.layers[0].w_down.ConvertTo(DType::kF32);
+  ZeroColumns(&zeroed.layers[0].w_down, kept.size(), c.intermediate_size);
+  DenseMethod dense;
+  EXPECT_LT(MaxAbsDiff(masked, FullLogits(c, zeroed, dense, ids)), 1e-5f);
+}
+
+TEST(SessionMaskTest, SelectingEveryUnitExplicitlyEqualsDense) {
+  const ModelConfig c = LlamaGqaConfig();
+  const std::vector<int32_t> ids = RandomIds(7, c.vocab_size, 10);
+  std::vector<int32_t> all(c.intermediate_size);
+  std::iota(all.rbegin(), all.rend(), 0);  // Order must not matter.
+  FixedUnitsMethod every(/*heads=*/false, /*layer=*/0, all);
+  DenseMethod dense;
+  const ModelWeights w = RandomWeights(c, 2);
+  EXPECT_EQ(
+      MaxAbsDiff(FullLogits(c, w, every, ids), FullLogits(c, w, dense, ids)),
+      0.0f);
+}
+
+TEST(SessionErrorTest, RejectsTokensOutsideTheVocabulary) {
+  const ModelConfig c = LlamaGqaConfig();
+  const ModelWeights w = RandomWeights(c, 1);
+  CpuBackend backend(1);
+  DenseMethod dense;
+  Session session(c, w, backend, dense, 8);
+  const std::vector<int32_t> ids = {1, 97};
+  auto out = session.Forward(ids, 0);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "token id 97 at index 1 is outside the vocabulary [0, 97)");
+}
+
+TEST(SessionErrorTest, RejectsSequencesLongerThanTheCache) {
+  const ModelConfig c = LlamaGqaConfig();
+  const ModelWeights w = RandomWeights(c, 1);
+  CpuBackend backend(1);
+  DenseMethod dense;
+  Session session(c, w, backend, dense, 4);
+  auto out = session.Forward(RandomIds(5, c.vocab_size, 1), 4);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "sequence of 5 tokens exceeds the session's 4-token KV cache");
+}
+
+TEST(SessionErrorTest, RejectsPositionsBeyondOptsLearnedTable) {
+  ModelConfig c = OptConfig(true);
+  c.max_position_embeddings = 6;
+  const ModelWeights w = RandomWeights(c, 1);
+  CpuBackend backend(1);
+  DenseMethod dense;
+  Session session(c, w, backend, dense, 16);
+  auto out = session.Forward(RandomIds(7, c.vocab_size, 1), 6);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(
+      out.status().message(),
+      "sequence of 7 tokens exceeds this OPT model's 6 learned positions");
+}
+
+}  // namespace
+}  // namespace dynsparse

@@ -1,0 +1,138 @@
+// Elementwise kernels against kernels/cpu. expf/erff/tanhf differ from the
+// host libm by a few ulp: kTolerance = 1e-5 relative.
+#include "kernels/cuda/activation.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+using testutil::CudaTest;
+using testutil::RelativeError;
+
+constexpr double kTolerance = 1e-5;
+
+const char* Name(Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSilu:
+      return "silu";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+  }
+  return "?";
+}
+
+constexpr Activation kAll[] = {Activation::kRelu, Activation::kSilu,
+                               Activation::kGelu, Activation::kGeluTanh};
+
+class ActivationTest : public CudaTest {
+ protected:
+  // A device tensor of `n` floats starting `offset` floats into its
+  // allocation (offset 1 breaks 16-byte alignment: the scalar path).
+  Tensor UploadAt(const Tensor& host, int64_t offset) {
+    if (offset == 0) return Upload(host);
+    std::vector<float> padded(offset, 0.0f);
+    const std::vector<float> v = host.ToF32Vector();
+    padded.insert(padded.end(), v.begin(), v.end());
+    const Tensor all =
+        Upload(Tensor::FromF32(padded, {int64_t(padded.size())}));
+    return all.Rows(offset, offset + host.numel()).Reshape(host.shape());
+  }
+};
+
+TEST_F(ActivationTest, ActivateMatchesCpu) {
+  for (Activation a : kAll) {
+    for (int64_t n : {1, 7, 4096, 100003}) {
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << Name(a) << " n=" << n << " offset="
+                                          << offset << " " << SeedMessage());
+        const Tensor host = RandomHost({n}, DType::kF32, 3.0f);
+        Tensor ref = Tensor::FromF32(host.ToF32Vector(), {n});
+        cpu::Activate(a, &ref);
+        Tensor x = UploadAt(host, offset);
+        ASSERT_TRUE(Activate(ctx(), a, &x).ok());
+        EXPECT_LT(RelativeError(Download(x), ref.ToF32Vector()), kTolerance);
+      }
+    }
+  }
+}
+
+TEST_F(ActivationTest, GatedActivateMatchesCpu) {
+  for (Activation a : kAll) {
+    for (int64_t n : {1, 7, 11008, 8 * 11008 + 3}) {
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << Name(a) << " n=" << n << " offset="
+                                          << offset << " " << SeedMessage());
+        const Tensor gate_host = RandomHost({n}, DType::kF32, 3.0f);
+        const Tensor up_host = RandomHost({n});
+        Tensor ref = Tensor::FromF32(up_host.ToF32Vector(), {n});
+        cpu::GatedActivate(a, gate_host, &ref);
+        const Tensor gate = Upload(gate_host);
+        Tensor up = UploadAt(up_host, offset);
+        ASSERT_TRUE(GatedActivate(ctx(), a, gate, &up).ok());
+        EXPECT_LT(RelativeError(Download(up), ref.ToF32Vector()), kTolerance);
+      }
+    }
+  }
+}
+
+TEST_F(ActivationTest, AddBiasMatchesCpuLinearBias) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t cols : {1, 5, 4096}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " cols=" << cols
+                                        << " " << SeedMessage());
+      const int64_t rows = 3;
+      const Tensor y_host = RandomHost({rows, cols});
+      const Tensor bias_host = RandomHost({cols}, dtype);
+      std::vector<float> ref = y_host.ToF32Vector();
+      const std::vector<float> b = bias_host.ToF32Vector();
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) ref[r * cols + c] += b[c];
+      }
+      Tensor y = Upload(y_host);
+      ASSERT_TRUE(AddBias(ctx(), Upload(bias_host), &y).ok());
+      EXPECT_EQ(Download(y), ref);
+    }
+  }
+}
+
+TEST_F(ActivationTest, AddInPlaceMatchesCpu) {
+  for (int64_t n : {1, 6, 4096 * 3 + 2}) {
+    for (int64_t offset : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " offset=" << offset);
+      const Tensor x_host = RandomHost({n});
+      const Tensor y_host = RandomHost({n});
+      Tensor ref = Tensor::FromF32(y_host.ToF32Vector(), {n});
+      cpu::AddInPlace(x_host, &ref);
+      Tensor y = UploadAt(y_host, offset);
+      ASSERT_TRUE(AddInPlace(ctx(), Upload(x_host), &y).ok());
+      EXPECT_EQ(Download(y), ref.ToF32Vector());
+    }
+  }
+}
+
+TEST_F(ActivationTest, RejectsBadOperands) {
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  Tensor up = Upload(RandomHost({8}));
+  EXPECT_EQ(
+      GatedActivate(ctx(), Activation::kSilu, Upload(RandomHost({9})), &up)
+          .code(),
+      kInvalid);
+  Tensor half = Upload(RandomHost({8}, DType::kF16));
+  EXPECT_EQ(Activate(ctx(), Activation::kRelu, &half).code(), kInvalid);
+  Tensor y = Upload(RandomHost({2, 4}));
+  EXPECT_EQ(AddBias(ctx(), Upload(RandomHost({3})), &y).code(), kInvalid);
+  Tensor host = RandomHost({8});
+  EXPECT_EQ(Activate(ctx(), Activation::kRelu, &host).code(), kInvalid);
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda

@@ -1,0 +1,324 @@
+// Decode GEMV against cpu::Linear on fresh random inputs.
+//
+// Tolerance: both sides read the very same f16/bf16 weights and accumulate in
+// f32. The CUDA-core and scalar paths also use x as is, so they differ only by
+// summation order: ~1e-7..1e-6 relative for K <= 11008, bounded by
+// kTolerance = 1e-5. The tensor-core path carries x as hi + lo halves of the
+// weight type (16 significant bits for bf16, 22 for f16), adding at most
+// 2^-17 relative per product: kTensorCoreTolerance = 3e-5. Both still catch
+// any wrong index, dropped chunk or unwritten (NaN) output by orders of
+// magnitude. Check() divides the error by the cancellation factor rho (see
+// there), which is ~1 except for short rows whose dot products cancel.
+#include "kernels/cuda/gemv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+using testutil::CountNonFinite;
+using testutil::CudaTest;
+using testutil::RelativeError;
+
+constexpr double kTolerance = 1e-5;
+constexpr double kTensorCoreTolerance = 3e-5;
+
+double ToleranceFor(GemvPath path) {
+  return path == GemvPath::kTensorCore ? kTensorCoreTolerance : kTolerance;
+}
+
+struct Shape2 {
+  int64_t out;
+  int64_t in;
+};
+
+class GemvTest : public CudaTest {
+ protected:
+  // Runs one GEMV on the GPU and on the CPU; returns the relative error and
+  // the plan that ran. Weights are N(0, 1/in) so outputs are O(1).
+  double Check(int64_t batch, Shape2 s, DType w_dtype, DType bias_dtype,
+               bool with_bias, const GemvOptions& options = {},
+               GemvPlan* plan_out = nullptr) {
+    const Tensor x_host = RandomHost({batch, s.in});
+    const Tensor w_host =
+        RandomHost({s.out, s.in}, w_dtype, 1.0f / std::sqrt(float(s.in)));
+    const Tensor bias_host =
+        with_bias ? RandomHost({s.out}, bias_dtype) : Tensor();
+    Tensor y_ref = Tensor::Zeros(DType::kF32, {batch, s.out});
+    cpu::Linear(x_host, w_host, bias_host, &y_ref);
+
+    const Tensor x = Upload(x_host);
+    const Tensor w = Upload(w_host);
+    const Tensor bias = with_bias ? Upload(bias_host) : Tensor();
+    Tensor y = PoisonedDevice(DType::kF32, {batch, s.out});
+    absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (plan.ok() && plan_out != nullptr) *plan_out = *plan;
+    const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok()) return INFINITY;
+    const std::vector<float> got = Download(y);
+    EXPECT_EQ(CountNonFinite(got), 0) << "unwritten or non-finite outputs";
+    // Rounding errors of the products are independent, so the error of each
+    // output scales with sqrt(sum_k (w x)^2), not with |sum_k w x|: when a
+    // short dot product cancels, ||ref|| is small and the relative error
+    // large. Dividing by rho = ||sqrt(sum (w x)^2)|| / ||ref|| (>= 1 only
+    // then; ~1 for long random rows) keeps the tolerance tight and fair.
+    return RelativeError(got, y_ref.ToF32Vector()) /
+           std::max(1.0, CancellationFactor(x_host, w_host, y_ref));
+  }
+
+  static double CancellationFactor(const Tensor& x, const Tensor& w,
+                                   const Tensor& y_ref) {
+    const std::vector<float> xv = x.ToF32Vector();
+    const std::vector<float> wv = w.ToF32Vector();
+    const std::vector<float> yv = y_ref.ToF32Vector();
+    const int64_t batch = x.dim(0), in = x.dim(1), out = w.dim(0);
+    double spread = 0.0, norm = 0.0;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t o = 0; o < out; ++o) {
+        double sq = 0.0;
+        for (int64_t k = 0; k < in; ++k) {
+          const double p = double{wv[o * in + k]} * xv[b * in + k];
+          sq += p * p;
+        }
+        spread += sq;
+        norm += double{yv[b * out + o]} * yv[b * out + o];
+      }
+    }
+    return norm > 0.0 ? std::sqrt(spread / norm) : 1.0;
+  }
+};
+
+TEST_F(GemvTest, FastPathsMatchCpuForEveryBatch) {
+  const std::vector<Shape2> shapes = {{1, 8},      {3, 64},     {5, 256},
+                                      {64, 264},   {100, 1000}, {257, 1032},
+                                      {1000, 4096}};
+  for (GemvPath path :
+       {GemvPath::kCudaCore, GemvPath::kTensorCore, GemvPath::kAuto}) {
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (const Shape2& s : shapes) {
+        for (int64_t batch = 1; batch <= kGemvMaxBatch; ++batch) {
+          SCOPED_TRACE(::testing::Message()
+                       << GemvPathName(path) << " " << DTypeName(dtype)
+                       << " out=" << s.out << " in=" << s.in
+                       << " batch=" << batch << " " << SeedMessage());
+          GemvOptions options;
+          options.path = path;
+          GemvPlan plan;
+          const double err =
+              Check(batch, s, dtype, DType::kF32,
+                    /*with_bias=*/batch % 2 == 1, options, &plan);
+          EXPECT_LT(err, ToleranceFor(plan.path)) << plan.DebugString();
+          EXPECT_NE(plan.path, GemvPath::kScalar);
+          if (path != GemvPath::kAuto) {
+            EXPECT_EQ(plan.path, path);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemvTest, ModelSizedShapes) {
+  const std::vector<Shape2> shapes = {
+      {4096, 4096}, {11008, 4096}, {4096, 11008}};
+  for (const Shape2& s : shapes) {
+    for (int64_t batch : {1, 2, 4, 8}) {
+      for (DType dtype : {DType::kBF16, DType::kF16}) {
+        for (GemvPath path : {GemvPath::kCudaCore, GemvPath::kTensorCore}) {
+          SCOPED_TRACE(::testing::Message()
+                       << DTypeName(dtype) << " out=" << s.out << " in=" << s.in
+                       << " batch=" << batch << " " << SeedMessage());
+          GemvOptions options;
+          options.path = path;
+          GemvPlan plan;
+          const double err = Check(batch, s, dtype, DType::kF32,
+                                   /*with_bias=*/false, options, &plan);
+          EXPECT_LT(err, ToleranceFor(path));
+          std::cout << DTypeName(dtype) << " " << s.out << "x" << s.in
+                    << " b=" << batch << " err=" << err << " plan "
+                    << plan.DebugString() << "\n";
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemvTest, ScalarPathForUnalignedK) {
+  // in % 8 != 0 cannot use 16-byte loads; f32 weights always run scalar.
+  const std::vector<Shape2> shapes = {{33, 4100}, {5, 13}, {300, 7}, {2, 1}};
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32}) {
+    for (const Shape2& s : shapes) {
+      for (int64_t batch : {1, 3, 8}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " out=" << s.out << " in=" << s.in
+                     << " batch=" << batch << " " << SeedMessage());
+        GemvPlan plan;
+        EXPECT_LT(Check(batch, s, dtype, DType::kBF16, true, {}, &plan),
+                  kTolerance);
+        EXPECT_EQ(plan.path, GemvPath::kScalar);
+      }
+    }
+  }
+  // f32 weights with an aligned K also take the scalar path.
+  GemvPlan plan;
+  EXPECT_LT(Check(2, {40, 512}, DType::kF32, DType::kF32, true, {}, &plan),
+            kTolerance);
+  EXPECT_EQ(plan.path, GemvPath::kScalar);
+  // A forced scalar path also works on shapes the fast paths take.
+  GemvOptions scalar;
+  scalar.path = GemvPath::kScalar;
+  EXPECT_LT(
+      Check(5, {64, 1024}, DType::kBF16, DType::kF32, true, scalar, &plan),
+      kTolerance);
+  EXPECT_EQ(plan.path, GemvPath::kScalar);
+}
+
+TEST_F(GemvTest, ForcedSplitsAllAgree) {
+  const std::vector<Shape2> shapes = {{37, 4096}, {515, 2056}, {8, 776}};
+  for (const Shape2& s : shapes) {
+    for (int64_t batch : {1, 3, 5, 8}) {
+      for (int splits : {1, 2, 3, 7}) {
+        for (int wpr : {1, 2, 4}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "cuda_core out=" << s.out << " in=" << s.in
+                       << " batch=" << batch << " warps_per_row=" << wpr
+                       << " k_splits=" << splits << " " << SeedMessage());
+          GemvOptions options;
+          options.path = GemvPath::kCudaCore;
+          options.warps_per_row = wpr;
+          options.k_splits = splits;
+          GemvPlan plan;
+          EXPECT_LT(
+              Check(batch, s, DType::kBF16, DType::kF16, true, options, &plan),
+              kTolerance);
+          EXPECT_EQ(plan.warps_per_row, wpr);
+        }
+        for (int variant : {1, 2, 3}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "tensor_core out=" << s.out << " in=" << s.in
+                       << " batch=" << batch << " k_splits=" << splits
+                       << " variant=" << variant << " " << SeedMessage());
+          GemvOptions options;
+          options.path = GemvPath::kTensorCore;
+          options.k_splits = splits;
+          options.tc_variant = variant;
+          GemvPlan plan;
+          EXPECT_LT(Check(batch, s, variant == 2 ? DType::kF16 : DType::kBF16,
+                          DType::kBF16, true, options, &plan),
+                    kTensorCoreTolerance);
+          EXPECT_EQ(plan.tc_variant, variant);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemvTest, SmallOutSplitsKAcrossBlocks) {
+  for (int64_t batch : {1, 2, 8}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "batch=" << batch << " " << SeedMessage());
+    GemvPlan plan;
+    EXPECT_LT(
+        Check(batch, {16, 16384}, DType::kBF16, DType::kF32, true, {}, &plan),
+        ToleranceFor(plan.path));
+    std::cout << "out=16 in=16384 b=" << batch << " plan " << plan.DebugString()
+              << "\n";
+    EXPECT_GT(plan.k_splits, 1);
+  }
+}
+
+TEST_F(GemvTest, MisalignedViewsFallBackToScalar) {
+  // A weight view starting 2 bytes into its allocation cannot use uint4 loads.
+  const int64_t out = 24, in = 64, batch = 3;
+  const Tensor w_host = RandomHost({out * in + 1}, DType::kBF16, 0.125f);
+  const Tensor w_all = Upload(w_host);
+  std::vector<uint16_t> shifted(out * in);
+  std::memcpy(shifted.data(), w_host.data<uint16_t>() + 1, out * in * 2);
+  Tensor w_ref = Tensor::Zeros(DType::kBF16, {out, in});
+  std::memcpy(w_ref.raw_data(), shifted.data(), out * in * 2);
+  const Tensor w_view =
+      w_all.Reshape({out * in + 1}).Rows(1, out * in + 1).Reshape({out, in});
+  const Tensor x_host = RandomHost({batch, in});
+  Tensor y_ref = Tensor::Zeros(DType::kF32, {batch, out});
+  cpu::Linear(x_host, w_ref, Tensor(), &y_ref);
+  const Tensor x = Upload(x_host);
+  Tensor y = PoisonedDevice(DType::kF32, {batch, out});
+  absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w_view);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->path, GemvPath::kScalar);
+  // Forcing a fast path on it is an error, not a silent fallback.
+  GemvOptions tc;
+  tc.path = GemvPath::kTensorCore;
+  EXPECT_EQ(PlanGemv(ctx(), x, w_view, tc).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Gemv(ctx(), x, w_view, Tensor(), &y).ok());
+  EXPECT_LT(RelativeError(Download(y), y_ref.ToF32Vector()), kTolerance)
+      << SeedMessage();
+}
+
+TEST_F(GemvTest, DeterministicAcrossRuns) {
+  const Tensor x = Upload(RandomHost({4, 8192}));
+  const Tensor w = Upload(RandomHost({64, 8192}, DType::kBF16, 0.01f));
+  for (GemvPath path : {GemvPath::kCudaCore, GemvPath::kTensorCore}) {
+    GemvOptions options;
+    options.path = path;
+    Tensor y1 = PoisonedDevice(DType::kF32, {4, 64});
+    Tensor y2 = PoisonedDevice(DType::kF32, {4, 64});
+    ASSERT_TRUE(Gemv(ctx(), x, w, Tensor(), &y1, options).ok());
+    ASSERT_TRUE(Gemv(ctx(), x, w, Tensor(), &y2, options).ok());
+    EXPECT_EQ(Download(y1), Download(y2)) << GemvPathName(path);
+  }
+}
+
+TEST_F(GemvTest, RejectsBadOperands) {
+  const Tensor x = Upload(RandomHost({2, 64}));
+  const Tensor w = Upload(RandomHost({16, 64}, DType::kBF16));
+  Tensor y = PoisonedDevice(DType::kF32, {2, 16});
+  auto code = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb,
+                  Tensor* yy, GemvOptions o = {}) {
+    return Gemv(ctx(), xx, ww, bb, yy, o).code();
+  };
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  // Batch 9 is a GEMM.
+  const Tensor x9 = Upload(RandomHost({9, 64}));
+  Tensor y9 = PoisonedDevice(DType::kF32, {9, 16});
+  EXPECT_EQ(code(x9, w, Tensor(), &y9), kInvalid);
+  // Host operands.
+  EXPECT_EQ(code(RandomHost({2, 64}), w, Tensor(), &y), kInvalid);
+  // x must be f32.
+  EXPECT_EQ(code(Upload(RandomHost({2, 64}, DType::kF16)), w, Tensor(), &y),
+            kInvalid);
+  // Inner dimensions differ.
+  EXPECT_EQ(code(Upload(RandomHost({2, 72})), w, Tensor(), &y), kInvalid);
+  // y has the wrong shape.
+  Tensor y_bad = PoisonedDevice(DType::kF32, {2, 15});
+  EXPECT_EQ(code(x, w, Tensor(), &y_bad), kInvalid);
+  // bias has the wrong size.
+  EXPECT_EQ(code(x, w, Upload(RandomHost({15})), &y), kInvalid);
+  // Unsupported forced split or unroll.
+  GemvOptions o;
+  o.warps_per_row = 3;
+  EXPECT_EQ(code(x, w, Tensor(), &y, o), kInvalid);
+  GemvOptions u;
+  u.tc_variant = 4;
+  EXPECT_EQ(code(x, w, Tensor(), &y, u), kInvalid);
+  // Integer weights.
+  EXPECT_EQ(
+      code(x,
+           Upload(Tensor::FromI32(std::vector<int32_t>(16 * 64, 1), {16, 64})),
+           Tensor(), &y),
+      kInvalid);
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda
