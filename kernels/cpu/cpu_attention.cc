@@ -1,12 +1,26 @@
-// Causal attention on the CPU: one (query row, head) pair per task; scores
-// for the visible keys, a max-subtracted softmax, and the weighted sum of V.
+// Causal attention on the CPU. Work is split into (block of query rows, head)
+// tasks; each task computes its scores with one Eigen GEMM against the keys
+// visible to the block, a max-subtracted softmax per row (masking keys past
+// the row's own position), and one GEMM with V. Blocks bound the score
+// buffer to kBlockRows x keys, so long contexts never hold an n x n matrix.
 #include <algorithm>
 #include <cmath>
-#include <vector>
+
+#include <Eigen/Core>
 
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace dynsparse::cpu {
+namespace {
+
+using RowMatrix =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+constexpr int64_t kBlockRows = 64;
+
+}  // namespace
 
 void Attention(const AttentionArgs& a) {
   const int64_t n = a.q->dim(0);
@@ -14,45 +28,47 @@ void Attention(const AttentionArgs& a) {
   const int64_t group = a.num_heads / a.num_kv_heads;
   const int64_t q_stride = a.num_heads * hd;
   const int64_t kv_stride = a.num_kv_heads * hd;
-  const float* q = a.q->data<float>();
-  const float* keys = a.k_cache->data<float>();
-  const float* values = a.v_cache->data<float>();
-  float* out = a.out->data<float>();
+  const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
 
 #pragma omp parallel
   {
-    std::vector<float> scores(a.num_keys);
-    std::vector<double> acc(hd);
-#pragma omp for collapse(2) schedule(dynamic, 4)
-    for (int64_t i = 0; i < n; ++i) {
+    RowMatrix scores;
+#pragma omp for collapse(2) schedule(dynamic, 1)
+    for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t h = 0; h < a.num_heads; ++h) {
-        const int64_t visible =
-            std::min<int64_t>(a.num_keys, a.query_positions[i] + 1);
-        const float* qv = q + i * q_stride + h * hd;
+        const int64_t row0 = b * kBlockRows;
+        const int64_t rows = std::min(kBlockRows, n - row0);
+        int64_t keys = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          keys = std::max<int64_t>(keys, a.query_positions[row0 + r] + 1);
+        }
+        keys = std::min(keys, a.num_keys);
         const int64_t kv_head = h / group;
-        float max_score = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* kv = keys + j * kv_stride + kv_head * hd;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
-          scores[j] = dot * a.scale;
-          max_score = std::max(max_score, scores[j]);
+        ConstStridedMap q(a.q->data<float>() + row0 * q_stride + h * hd, rows,
+                          hd, Eigen::OuterStride<>(q_stride));
+        ConstStridedMap k(a.k_cache->data<float>() + kv_head * hd, keys, hd,
+                          Eigen::OuterStride<>(kv_stride));
+        ConstStridedMap v(a.v_cache->data<float>() + kv_head * hd, keys, hd,
+                          Eigen::OuterStride<>(kv_stride));
+        scores.resize(rows, keys);
+        scores.noalias() = (q * k.transpose()) * a.scale;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t visible =
+              std::min<int64_t>(keys, a.query_positions[row0 + r] + 1);
+          float* s = scores.row(r).data();
+          const float max_score = *std::max_element(s, s + visible);
+          float sum = 0.0f;
+          for (int64_t j = 0; j < visible; ++j) {
+            s[j] = std::exp(s[j] - max_score);
+            sum += s[j];
+          }
+          const float inv = 1.0f / sum;
+          for (int64_t j = 0; j < visible; ++j) s[j] *= inv;
+          std::fill(s + visible, s + keys, 0.0f);
         }
-        double denom = 0.0;
-        for (int64_t j = 0; j < visible; ++j) {
-          const double e = std::exp(double{scores[j]} - max_score);
-          scores[j] = static_cast<float>(e);
-          denom += e;
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* vv = values + j * kv_stride + kv_head * hd;
-          const double p = scores[j];
-          for (int64_t d = 0; d < hd; ++d) acc[d] += p * vv[d];
-        }
-        float* o = out + i * q_stride + h * hd;
-        for (int64_t d = 0; d < hd; ++d)
-          o[d] = static_cast<float>(acc[d] / denom);
+        StridedMap out(a.out->data<float>() + row0 * q_stride + h * hd, rows,
+                       hd, Eigen::OuterStride<>(q_stride));
+        out.noalias() = scores * v;
       }
     }
   }

@@ -21,10 +21,11 @@
 //    weight traffic, inside L1's bandwidth (rows 2 at b <= 4, 4 above).
 //  * Reductions: each lane accumulates partial dot products in registers over
 //    its slice of K; a warp-shuffle butterfly sums the 32 lanes; when several
-//    warps of a block split one row's K (warps_per_row > 1, chosen when there
-//    are too few rows to fill 132 SMs) they combine through shared memory.
-//  * Split-K across blocks (k_splits > 1) for small `out` (when even 8 warps a
-//    row do not fill the GPU): blocks write f32 partials to the context
+//    warps of a block split one row's K (warps_per_row up to 4: more, shorter
+//    blocks measured faster on the H200 as long as each warp keeps a full
+//    unrolled step of loads) they combine through shared memory.
+//  * Split-K across blocks (k_splits > 1) for small `out` (when the grid
+//    cannot fill 132 SMs): blocks write f32 partials to the context
 //    workspace and a second small kernel sums them in a fixed order, so the
 //    result is deterministic (no atomics).
 // Two fast kernels share that design:
@@ -44,7 +45,8 @@
 //    K over one 16-row group and add their fragments through shared memory.
 // Shapes the fast paths cannot take (in % 8 != 0, unaligned pointers, f32
 // weights) run a scalar kernel (one element per lane per step): correct, not
-// fast.
+// fast. kAuto takes the CUDA-core kernel below batch 3, the tensor-core one
+// from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
 #include <cstdint>
 
@@ -258,13 +260,7 @@ constexpr int kMmaWarps = 8;
 constexpr int kMmaThreads = kMmaWarps * 32;
 constexpr int kMmaRows = 16;  // m of mma.m16n8k16.
 constexpr int kMmaV = 2;      // 16-byte loads per row per lane per unit.
-// Pipelining variants of the tensor-core kernel (GemvOptions::tc_variant):
-// kMmaTwoUnits: issue 2 units of loads, then compute them (48 registers, the
-// most warps per SM); kMmaPrefetchOne / kMmaPrefetchTwo: a loop-carried
-// prefetch of the next 1 / 2 units while the current ones compute.
-constexpr int kMmaTwoUnits = 1;
-constexpr int kMmaPrefetchOne = 2;
-constexpr int kMmaPrefetchTwo = 3;
+constexpr int kMmaU = 2;      // Units whose loads a warp issues together.
 // One unit: 4 lanes (t) x kMmaV chunks of 8 = 64 K elements of 16 rows.
 constexpr int kMmaUnitChunks = 4 * kMmaV;
 // Splits of K start on multiples of this (all 8 warps get whole units).
@@ -323,14 +319,18 @@ struct MmaOps<__half> {
 
 // Block = 8 warps on one 16-row group; warp w takes units w, w + 8, ... of
 // this K split. Lane (g = lane / 4, t = lane % 4) loads, per unit, kMmaV
-// 16-byte chunks of rows g and g + 8 at chunk u + 4 v + t (so each load
-// instruction covers 64 contiguous bytes of each row and a unit 128), and x
-// of batch row g (zeros for g >= batch) at the same K positions. For each chunk
+// adjacent 16-byte chunks of rows g and g + 8 at chunk u + t * kMmaV + v, and
+// x of batch row g (zeros for g >= B) at the same K positions. For each chunk
 // the words (k, k+1), (k+2, k+3) fill the K slots {2t, 2t+1}, {2t+8, 2t+9} of
 // one mma and words (k+4, k+5), (k+6, k+7) those of a second one, for A and
 // B alike. Accumulator c[0..3] = (row g, batch 2t), (g, 2t+1), (g+8, 2t),
 // (g+8, 2t+1).
-template <typename T, int U, bool kPrefetch>
+// Measured on an H200 (gemv_benchmark sweeps, 2026-11-30): this form (all
+// loads of kMmaU units issued, then used; 40-48 registers, so up to 48 warps
+// per SM) beat a loop-carried prefetch of the next units (58-74 registers)
+// and a lane order giving 64 contiguous bytes per load instruction (62
+// registers): the kernel is latency-bound and occupancy wins.
+template <typename T, int B>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
   using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
@@ -347,20 +347,21 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
       static_cast<const uint4*>(a.w) + min(row0 + g, a.out - 1) * chunks;
   const uint4* w_hi =
       static_cast<const uint4*>(a.w) + min(row0 + g + 8, a.out - 1) * chunks;
-  const bool has_x = g < a.batch;
+  const bool has_x = g < B;
   const float4* x4 =
       reinterpret_cast<const float4*>(a.x) + (has_x ? g : 0) * (a.in / 4);
 
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   constexpr int64_t kStep = int64_t{kMmaWarps} * kMmaUnitChunks;
-  // Issues the 16-byte weight loads of U units starting at u0 (zeros past
-  // the split's end).
-  auto load_units = [&](int64_t u0, uint4(&wv)[U][kMmaV][2]) {
+  // The loop bounds depend on the warp only: every lane reaches each mma.
+  for (int64_t u0 = chunk_begin + warp * kMmaUnitChunks; u0 < chunk_end;
+       u0 += kStep * kMmaU) {
+    uint4 wv[kMmaU][kMmaV][2];
 #pragma unroll
-    for (int uu = 0; uu < U; ++uu) {
+    for (int uu = 0; uu < kMmaU; ++uu) {
 #pragma unroll
       for (int v = 0; v < kMmaV; ++v) {
-        const int64_t chunk = u0 + uu * kStep + 4 * v + t;
+        const int64_t chunk = u0 + uu * kStep + t * kMmaV + v;
         const bool ok = chunk < chunk_end;
         wv[uu][v][0] =
             ok ? LoadStreaming(w_lo + chunk) : make_uint4(0, 0, 0, 0);
@@ -368,26 +369,11 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
             ok ? LoadStreaming(w_hi + chunk) : make_uint4(0, 0, 0, 0);
       }
     }
-  };
-  // Software pipeline: the loads of the next U units are in flight while the
-  // current ones feed the tensor cores (a loop-carried prefetch is the one
-  // ordering ptxas cannot undo, so each lane keeps 2 x U x 4 loads queued).
-  int64_t u0 = chunk_begin + warp * kMmaUnitChunks;
-  uint4 wv[U][kMmaV][2];
-  if constexpr (kPrefetch) load_units(u0, wv);
-  // The loop bounds depend on the warp only: every lane reaches each mma.
-  for (; u0 < chunk_end; u0 += kStep * U) {
-    uint4 next[U][kMmaV][2];
-    if constexpr (kPrefetch) {
-      load_units(u0 + kStep * U, next);
-    } else {
-      load_units(u0, wv);
-    }
 #pragma unroll
-    for (int uu = 0; uu < U; ++uu) {
+    for (int uu = 0; uu < kMmaU; ++uu) {
 #pragma unroll
       for (int v = 0; v < kMmaV; ++v) {
-        const int64_t chunk = u0 + uu * kStep + 4 * v + t;
+        const int64_t chunk = u0 + uu * kStep + t * kMmaV + v;
         float xs[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         if (has_x && chunk < chunk_end) {
           const float4 p = __ldg(x4 + 2 * chunk);
@@ -417,16 +403,6 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
         Ops::Mma(c, r0.z, r8.z, r0.w, r8.w, lo[2], lo[3]);
       }
     }
-    if constexpr (kPrefetch) {
-#pragma unroll
-      for (int uu = 0; uu < U; ++uu) {
-#pragma unroll
-        for (int v = 0; v < kMmaV; ++v) {
-          wv[uu][v][0] = next[uu][v][0];
-          wv[uu][v][1] = next[uu][v][1];
-        }
-      }
-    }
   }
 
   partial_sums[warp][g * 8 + 2 * t] = c[0];
@@ -440,9 +416,7 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < kMmaWarps; ++w) sum += partial_sums[w][threadIdx.x];
-    if (b < a.batch && row0 + r < a.out) {
-      StoreResult(a, a.batch, b, row0 + r, sum);
-    }
+    if (b < B && row0 + r < a.out) StoreResult(a, B, b, row0 + r, sum);
   }
 }
 
@@ -534,21 +508,35 @@ KernelFn ScalarKernelFor(int64_t batch) {
 }
 
 template <typename T>
-KernelFn MmaKernelFor(int variant) {
-  switch (variant) {
-    case kMmaPrefetchOne: return GemvMmaKernel<T, 1, true>;
-    case kMmaPrefetchTwo: return GemvMmaKernel<T, 2, true>;
-    default: return GemvMmaKernel<T, 2, false>;
+KernelFn MmaKernelFor(int64_t batch) {
+  switch (batch) {
+    case 1:
+      return GemvMmaKernel<T, 1>;
+    case 2:
+      return GemvMmaKernel<T, 2>;
+    case 3:
+      return GemvMmaKernel<T, 3>;
+    case 4:
+      return GemvMmaKernel<T, 4>;
+    case 5:
+      return GemvMmaKernel<T, 5>;
+    case 6:
+      return GemvMmaKernel<T, 6>;
+    case 7:
+      return GemvMmaKernel<T, 7>;
+    case 8:
+      return GemvMmaKernel<T, 8>;
   }
+  return nullptr;
 }
 
 template <typename T>
-KernelFn KernelFor(GemvPath path, int64_t batch, int tc_variant) {
+KernelFn KernelFor(GemvPath path, int64_t batch) {
   switch (path) {
     case GemvPath::kCudaCore:
       return VectorKernelFor<T>(batch);
     case GemvPath::kTensorCore:
-      return MmaKernelFor<T>(tc_variant);
+      return MmaKernelFor<T>(batch);
     case GemvPath::kScalar:
       return ScalarKernelFor<T>(batch);
     case GemvPath::kAuto:
@@ -557,13 +545,12 @@ KernelFn KernelFor(GemvPath path, int64_t batch, int tc_variant) {
   return nullptr;
 }
 
-KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path,
-                      int tc_variant) {
+KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path) {
   switch (dtype) {
     case DType::kBF16:
-      return KernelFor<__nv_bfloat16>(path, batch, tc_variant);
+      return KernelFor<__nv_bfloat16>(path, batch);
     case DType::kF16:
-      return KernelFor<__half>(path, batch, tc_variant);
+      return KernelFor<__half>(path, batch);
     case DType::kF32:
       return path == GemvPath::kScalar ? ScalarKernelFor<float>(batch)
                                        : nullptr;
@@ -633,12 +620,10 @@ const char* GemvPathName(GemvPath path) {
 }
 
 std::string GemvPlan::DebugString() const {
-  return absl::StrCat(
-      GemvPathName(path), " rows/warp=", rows_per_warp,
-      " warps/row=", warps_per_row, " k_splits=", k_splits,
-      path == GemvPath::kTensorCore ? absl::StrCat(" variant=", tc_variant)
-                                    : std::string(),
-      " blocks=", grid_blocks, " resident_warps=", resident_warps);
+  return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
+                      " warps/row=", warps_per_row, " k_splits=", k_splits,
+                      " blocks=", grid_blocks,
+                      " resident_warps=", resident_warps);
 }
 
 absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
@@ -677,16 +662,7 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
   if (options.k_splits < 0) {
     return absl::InvalidArgumentError("k_splits must be >= 0");
   }
-  if (options.tc_variant < 0 || options.tc_variant > kMmaPrefetchTwo) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tc_variant must be 0..", kMmaPrefetchTwo, ", got ", options.tc_variant));
-  }
-  if (plan.path == GemvPath::kTensorCore) {
-    plan.tc_variant =
-        options.tc_variant != 0 ? options.tc_variant : kMmaTwoUnits;
-  }
-  const KernelFn kernel =
-      SelectKernel(w.dtype(), batch, plan.path, plan.tc_variant);
+  const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -711,14 +687,18 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
     const int64_t split_units = CeilDiv(chunks, kMmaSplitChunks);
     int64_t splits = options.k_splits;
     if (splits == 0) {
-      // Fewer row groups than SMs: split K across blocks until there are
-      // about two blocks per SM, keeping >= 2 units per warp per split.
-      // (Measured on an H200: with >= 1 block per SM, splitting K only adds
-      // the reduce launch.)
       splits = 1;
       if (plan.grid_blocks < ctx.sm_count()) {
+        // Fewer row groups than SMs: split K across blocks until there are
+        // about two blocks per SM, keeping >= 2 units per warp per split.
         splits = std::min(CeilDiv(2 * ctx.sm_count(), plan.grid_blocks),
                           std::max<int64_t>(1, split_units / 2));
+      } else if (2 * plan.grid_blocks <= resident_blocks &&
+                 static_cast<double>(out) * in * DTypeSize(w.dtype()) >= 64e6) {
+        // The GPU could hold twice the blocks and the weights are large
+        // enough (>= 64 MB, ~15 us) to amortise the reduce launch: two
+        // splits double the warps in flight (4096x11008: 37.6 -> 30.3 us).
+        splits = 2;
       }
     }
     splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, split_units));
@@ -817,8 +797,7 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   }
 
   RETURN_IF_ERROR(ctx.Activate());
-  const KernelFn kernel =
-      SelectKernel(w.dtype(), batch, plan.path, plan.tc_variant);
+  const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
   kernel<<<grid, ThreadsFor(plan.path), 0, ctx.stream()>>>(args);

@@ -42,8 +42,7 @@ struct GemvPlan {
   GemvPath path = GemvPath::kScalar;
   int rows_per_warp = 1;  // Output rows one warp computes together.
   int warps_per_row = 1;  // Warps of one block that split one row's K.
-  int k_splits = 1;   // Blocks that split K (partials summed in a 2nd pass).
-  int tc_variant = 0;  // kTensorCore: load-pipelining variant (gemv.cu).
+  int k_splits = 1;  // Blocks that split K (partials summed in a 2nd pass).
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
@@ -56,8 +55,6 @@ struct GemvOptions {
                                     // an InvalidArgument error.
   int warps_per_row = 0;  // kCudaCore only. 0: automatic; else 1, 2 or 4.
   int k_splits = 0;       // 0: automatic; else >= 1.
-  int tc_variant = 0;     // kTensorCore only. 0: automatic; else 1..3
-                          // (load-pipelining variants, for tuning).
 };
 
 // The plan Gemv would run for these operands (validates them too).

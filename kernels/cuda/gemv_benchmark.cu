@@ -402,14 +402,10 @@ void Register(Env* env) {
   }
   for (const OutIn& s : std::vector<OutIn>{
            {4096, 4096}, {11008, 4096}, {4096, 11008}, {36864, 9216}}) {
-    for (int variant : {1, 2, 3}) {
-      for (int splits : {1, 2}) {
-        GemvOptions o = forced(GemvPath::kTensorCore, 0, splits);
-        o.tc_variant = variant;
-        add(absl::StrFormat("sweep_tc/bf16/%dx%d/b8/v%d/ks%d", s.out, s.in,
-                            variant, splits),
-            {s.out, s.in, 8, DType::kBF16, o});
-      }
+    for (int splits : {1, 2, 4}) {
+      add(absl::StrFormat("sweep_tc/bf16/%dx%d/b8/ks%d", s.out, s.in, splits),
+          {s.out, s.in, 8, DType::kBF16,
+           forced(GemvPath::kTensorCore, 0, splits)});
     }
   }
   for (const OutIn& s : shapes) {

@@ -24,7 +24,9 @@
 # If those libraries are not installed on the GPU machine: on a Debian machine
 # that has them, run `bash kernels/cuda/stage_deps.sh` (writes the git-ignored
 # build_cuda_deps/) and carry that folder along; this script uses it when
-# present (or DS_CUDA_DEPS=/path).
+# present (or DS_CUDA_DEPS=/path). Binaries built against it need
+# LD_LIBRARY_PATH=build_cuda_deps/root/usr/lib/x86_64-linux-gnu when run by
+# hand (Abseil's own libraries find each other only through it).
 #
 # By default it builds kernels/cuda/standalone (core/ + kernels/cpu +
 # kernels/cuda + tests/cuda only: no yaml-cpp, nlohmann-json or ICU needed,
@@ -227,5 +229,8 @@ fi
 
 section "summary"
 grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1
+if [[ -n "${d:-}" ]]; then
+  echo "to run a binary by hand: export LD_LIBRARY_PATH=$d/lib/x86_64-linux-gnu"
+fi
 echo "logs in $OUT; exit status $status"
 exit "$status"
