@@ -34,43 +34,42 @@ bool MethodArgs::Has(absl::string_view key) const {
   return items_.find(key) != items_.end();
 }
 
-absl::StatusOr<double> MethodArgs::GetDouble(absl::string_view key,
-                                             double fallback) const {
+template <typename T, typename Parser>
+absl::StatusOr<T> MethodArgs::GetParsed(absl::string_view key, T fallback,
+                                        Parser parse, const char* what) const {
   used_.emplace(key);
   auto it = items_.find(key);
   if (it == items_.end()) return fallback;
-  double value;
-  if (!absl::SimpleAtod(it->second, &value)) {
+  T value;
+  if (!parse(it->second, &value)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "method parameter '", key, "': '", it->second, "' is not a number"));
+        "method parameter '", key, "': '", it->second, "' is not ", what));
   }
   return value;
+}
+
+absl::StatusOr<double> MethodArgs::GetDouble(absl::string_view key,
+                                             double fallback) const {
+  return GetParsed<double>(
+      key, fallback,
+      [](absl::string_view s, double* v) { return absl::SimpleAtod(s, v); },
+      "a number");
 }
 
 absl::StatusOr<int64_t> MethodArgs::GetInt(absl::string_view key,
                                            int64_t fallback) const {
-  used_.emplace(key);
-  auto it = items_.find(key);
-  if (it == items_.end()) return fallback;
-  int64_t value;
-  if (!absl::SimpleAtoi(it->second, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method parameter '", key, "': '", it->second, "' is not an integer"));
-  }
-  return value;
+  return GetParsed<int64_t>(
+      key, fallback,
+      [](absl::string_view s, int64_t* v) { return absl::SimpleAtoi(s, v); },
+      "an integer");
 }
 
 absl::StatusOr<bool> MethodArgs::GetBool(absl::string_view key,
                                          bool fallback) const {
-  used_.emplace(key);
-  auto it = items_.find(key);
-  if (it == items_.end()) return fallback;
-  bool value;
-  if (!absl::SimpleAtob(it->second, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method parameter '", key, "': '", it->second, "' is not a boolean"));
-  }
-  return value;
+  return GetParsed<bool>(
+      key, fallback,
+      [](absl::string_view s, bool* v) { return absl::SimpleAtob(s, v); },
+      "a boolean");
 }
 
 std::string MethodArgs::GetString(absl::string_view key,

@@ -39,6 +39,10 @@ class MethodArgs {
   }
 
  private:
+  template <typename T, typename Parser>
+  absl::StatusOr<T> GetParsed(absl::string_view key, T fallback, Parser parse,
+                              const char* what) const;
+
   std::map<std::string, std::string, std::less<>> items_;
   mutable std::set<std::string, std::less<>> used_;
 };

@@ -128,6 +128,21 @@ void Session::Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
   }
 }
 
+Tensor Session::BlockInput(const Tensor& x, const Tensor& weight,
+                           const Tensor& bias) {
+  if (!config_.pre_norm) return x;
+  Tensor normed = backend_.Allocate(DType::kF32, x.shape());
+  Norm(x, weight, bias, &normed);
+  return normed;
+}
+
+void Session::PostNorm(const Tensor& weight, const Tensor& bias, Tensor* x) {
+  if (config_.pre_norm) return;
+  Tensor normed = backend_.Allocate(DType::kF32, x->shape());
+  Norm(*x, weight, bias, &normed);
+  *x = normed;
+}
+
 void Session::RunLayer(int64_t layer, Phase phase,
                        absl::Span<const int32_t> positions, Tensor* x) {
   Attention(layer, phase, positions, x);
@@ -141,12 +156,7 @@ void Session::Attention(int64_t layer, Phase phase,
   UnitSelection heads;
   method_.SelectHeads({layer, phase}, *x, &heads);
 
-  // Pre-LN norms the block input; OPT's post-LN norms the block output.
-  Tensor h = *x;
-  if (config_.pre_norm) {
-    h = backend_.Allocate(DType::kF32, x->shape());
-    Norm(*x, w.attn_norm_w, w.attn_norm_b, &h);
-  }
+  const Tensor h = BlockInput(*x, w.attn_norm_w, w.attn_norm_b);
   Tensor q = backend_.Allocate(DType::kF32, {n, config_.q_dim()});
   Tensor k = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
   Tensor v = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
@@ -178,11 +188,7 @@ void Session::Attention(int64_t layer, Phase phase,
   Tensor out = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(context, w.wo, w.bo, &out);
   backend_.AddInPlace(out, x);
-  if (!config_.pre_norm) {
-    Tensor normed = backend_.Allocate(DType::kF32, x->shape());
-    Norm(*x, w.attn_norm_w, w.attn_norm_b, &normed);
-    *x = normed;
-  }
+  PostNorm(w.attn_norm_w, w.attn_norm_b, x);
 }
 
 void Session::Mlp(int64_t layer, Phase phase, Tensor* x) {
@@ -191,11 +197,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x) {
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
 
-  Tensor h = *x;
-  if (config_.pre_norm) {
-    h = backend_.Allocate(DType::kF32, x->shape());
-    Norm(*x, w.mlp_norm_w, w.mlp_norm_b, &h);
-  }
+  const Tensor h = BlockInput(*x, w.mlp_norm_w, w.mlp_norm_b);
   Tensor up = backend_.Allocate(DType::kF32, {n, config_.intermediate_size});
   backend_.Linear(h, w.w_up, w.b_up, &up);
   if (config_.gated_mlp) {
@@ -211,11 +213,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x) {
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
   backend_.AddInPlace(down, x);
-  if (!config_.pre_norm) {
-    Tensor normed = backend_.Allocate(DType::kF32, x->shape());
-    Norm(*x, w.mlp_norm_w, w.mlp_norm_b, &normed);
-    *x = normed;
-  }
+  PostNorm(w.mlp_norm_w, w.mlp_norm_b, x);
 }
 
 }  // namespace dynsparse

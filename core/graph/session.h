@@ -43,6 +43,10 @@ class Session {
                 Tensor* x);
   void Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
             Tensor* y);
+  // Pre-LN models norm a block's input (returned); post-LN models (OPT-350m)
+  // use the raw input and norm the block's output after the residual add.
+  Tensor BlockInput(const Tensor& x, const Tensor& weight, const Tensor& bias);
+  void PostNorm(const Tensor& weight, const Tensor& bias, Tensor* x);
   void Attention(int64_t layer, Phase phase,
                  absl::Span<const int32_t> positions, Tensor* x);
   void Mlp(int64_t layer, Phase phase, Tensor* x);

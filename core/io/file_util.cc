@@ -12,8 +12,7 @@
 
 namespace dynsparse {
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
-                                          int64_t max_bytes) {
+absl::StatusOr<OpenedFile> OpenRegularFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -28,13 +27,21 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a regular file"));
   }
-  if (st.st_size > max_bytes) {
+  return OpenedFile{fd, static_cast<int64_t>(st.st_size)};
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
+                                          int64_t max_bytes) {
+  auto opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = opened->fd;
+  if (opened->size > max_bytes) {
     ::close(fd);
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": file is ", st.st_size, " bytes, more than the ",
+        absl::StrCat(path, ": file is ", opened->size, " bytes, more than the ",
                      max_bytes, "-byte limit for this kind of file"));
   }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
+  std::string text(static_cast<size_t>(opened->size), '\0');
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::read(fd, text.data() + done, text.size() - done);

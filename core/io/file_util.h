@@ -16,6 +16,14 @@ namespace dynsparse {
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
                                           int64_t max_bytes);
 
+// An open read-only descriptor of a regular file and its size in bytes; the
+// caller closes `fd`. Errors name the path.
+struct OpenedFile {
+  int fd = -1;
+  int64_t size = 0;
+};
+absl::StatusOr<OpenedFile> OpenRegularFile(const std::string& path);
+
 // "dir" + "/" + "name" without doubling the separator.
 std::string JoinPath(absl::string_view dir, absl::string_view name);
 

@@ -10,25 +10,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/io/file_util.h"
 
 namespace dynsparse {
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string message =
-        absl::StrCat(path, ": cannot open: ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message)
-                         : absl::PermissionDeniedError(message);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a regular file"));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
+  auto opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = opened->fd;
+  const size_t size = static_cast<size_t>(opened->size);
   if (size == 0) {  // mmap rejects length 0; callers report the short file.
     ::close(fd);
     return MappedFile(path, std::make_shared<Storage>(nullptr, 0, Device::kCpu,

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/graph/random_weights.h"
+#include "core/model_shapes.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
@@ -18,40 +19,27 @@ namespace dynsparse {
 namespace {
 
 ModelConfig LlamaGqaConfig() {
-  ModelConfig c;
-  c.architecture = "LlamaForCausalLM";
-  c.family = ModelFamily::kLlama;
-  c.vocab_size = 97;
-  c.hidden_size = 32;
-  c.intermediate_size = 72;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.rope_theta = 10000.0;
-  return c;
+  return LlamaConfigFromShape({.vocab_size = 97,
+                               .hidden_size = 32,
+                               .intermediate_size = 72,
+                               .num_layers = 2,
+                               .num_heads = 4,
+                               .num_kv_heads = 2,
+                               .max_position_embeddings = 64});
 }
 
+// pre_norm: OPT-125m style; otherwise OPT-350m style (post-LN, no final norm,
+// 16-wide embeddings projected in and out).
 ModelConfig OptConfig(bool pre_norm) {
-  ModelConfig c;
-  c.architecture = "OPTForCausalLM";
-  c.family = ModelFamily::kOpt;
-  c.vocab_size = 97;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 4;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.activation = Activation::kRelu;
-  c.gated_mlp = false;
+  ModelConfig c = OptConfigFromShape({.vocab_size = 97,
+                                      .hidden_size = 32,
+                                      .intermediate_size = 64,
+                                      .num_layers = 2,
+                                      .num_heads = 4,
+                                      .max_position_embeddings = 64});
   c.pre_norm = pre_norm;
   c.final_norm = pre_norm;
   c.word_embed_proj_dim = pre_norm ? 32 : 16;
-  c.qkv_bias = c.o_bias = c.mlp_bias = true;
-  c.tie_word_embeddings = true;
   return c;
 }
 

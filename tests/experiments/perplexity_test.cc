@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/graph/random_weights.h"
+#include "core/model_shapes.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
@@ -14,17 +15,12 @@ namespace dynsparse {
 namespace {
 
 ModelConfig SmallLlama() {
-  ModelConfig c;
-  c.family = ModelFamily::kLlama;
-  c.vocab_size = 50;
-  c.hidden_size = 16;
-  c.intermediate_size = 32;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  return c;
+  return LlamaConfigFromShape({.vocab_size = 50,
+                               .hidden_size = 16,
+                               .intermediate_size = 32,
+                               .num_layers = 1,
+                               .num_heads = 2,
+                               .max_position_embeddings = 64});
 }
 
 // -log p(ids[t] | ids[begin..t-1]) with a fresh session.

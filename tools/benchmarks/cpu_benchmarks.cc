@@ -13,6 +13,7 @@
 #include "core/graph/random_weights.h"
 #include "core/graph/session.h"
 #include "core/io/model_loader.h"
+#include "core/model_shapes.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "methods/dense/dense.h"
@@ -119,16 +120,12 @@ BENCHMARK(BM_DecodeStepFixtureModel)
 
 // A 0.2B-parameter Llama shape in bf16: large enough to stream from DRAM.
 void BM_DecodeStepLlama200M(benchmark::State& state) {
-  ModelConfig c;
-  c.family = ModelFamily::kLlama;
-  c.vocab_size = 32000;
-  c.hidden_size = 1024;
-  c.intermediate_size = 2816;
-  c.num_layers = 12;
-  c.num_heads = 16;
-  c.num_kv_heads = 4;
-  c.head_dim = 64;
-  c.max_position_embeddings = 2048;
+  const ModelConfig c = LlamaConfigFromShape({.vocab_size = 32000,
+                                              .hidden_size = 1024,
+                                              .intermediate_size = 2816,
+                                              .num_layers = 12,
+                                              .num_heads = 16,
+                                              .num_kv_heads = 4});
   static const ModelWeights* const kWeights =
       new ModelWeights(RandomWeights(c, 1, DType::kBF16));
   DecodeStep(state, c, *kWeights);
