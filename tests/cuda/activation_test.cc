@@ -2,6 +2,7 @@
 // host libm by a few ulp: kTolerance = 1e-5 relative.
 #include "kernels/cuda/activation.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -15,6 +16,24 @@ using testutil::CudaTest;
 using testutil::RelativeError;
 
 constexpr double kTolerance = 1e-5;
+
+// Relative error of the whole vector, or for short vectors an elementwise
+// bound: on one or a few elements the relative norm is ill-conditioned where
+// the activation's output is near zero (GELU of a large negative input
+// cancels in 1 + erf(x), differently in libm and in CUDA's erff). This
+// showed up once under compute-sanitizer with a fresh random seed.
+void ExpectMatches(const std::vector<float>& out,
+                   const std::vector<float>& ref) {
+  if (out.size() >= 64) {
+    EXPECT_LT(RelativeError(out, ref), kTolerance);
+    return;
+  }
+  ASSERT_EQ(out.size(), ref.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NEAR(out[i], ref[i], kTolerance * std::fabs(ref[i]) + 1e-6)
+        << "element " << i;
+  }
+}
 
 const char* Name(Activation a) {
   switch (a) {
@@ -59,7 +78,7 @@ TEST_F(ActivationTest, ActivateMatchesCpu) {
         cpu::Activate(a, &ref);
         Tensor x = UploadAt(host, offset);
         ASSERT_TRUE(Activate(ctx(), a, &x).ok());
-        EXPECT_LT(RelativeError(Download(x), ref.ToF32Vector()), kTolerance);
+        ExpectMatches(Download(x), ref.ToF32Vector());
       }
     }
   }
@@ -78,7 +97,7 @@ TEST_F(ActivationTest, GatedActivateMatchesCpu) {
         const Tensor gate = Upload(gate_host);
         Tensor up = UploadAt(up_host, offset);
         ASSERT_TRUE(GatedActivate(ctx(), a, gate, &up).ok());
-        EXPECT_LT(RelativeError(Download(up), ref.ToF32Vector()), kTolerance);
+        ExpectMatches(Download(up), ref.ToF32Vector());
       }
     }
   }

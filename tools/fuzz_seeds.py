@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Writes seed inputs for the fuzz targets into OUT/<target>/, from the
+repository's fixtures and (when given) the shared data directory. Seeds are
+made at run time so no copies of shared data are committed.
+Usage: fuzz_seeds.py REPO OUT [DATA_DIR]"""
+import glob
+import json
+import os
+import struct
+import sys
+
+repo, out = sys.argv[1], sys.argv[2]
+data = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+fixtures = os.path.join(repo, "tests/fixtures")
+
+
+def put(target, name, payload):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(payload)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def seed_name(path):
+    return os.path.relpath(path, repo).replace("/", "_")
+
+
+# Small checkpoints whole; big ones only up to the end of the header, since
+# libFuzzer mutates slowly on inputs of hundreds of KB.
+for path in glob.glob(f"{fixtures}/models/*/*.safetensors"):
+    raw = read(path)
+    if len(raw) > 150_000:
+        raw = raw[: 8 + struct.unpack("<Q", raw[:8])[0]]
+    put("safetensors_fuzz", seed_name(path), raw)
+for path in glob.glob(f"{fixtures}/models/*/model.safetensors.index.json"):
+    put("sharded_index_fuzz", seed_name(path), read(path))
+for path in glob.glob(f"{fixtures}/models/*/config.json"):
+    put("hf_config_fuzz", seed_name(path), read(path))
+
+tok_dir = f"{fixtures}/tokenizers"
+put("tokenizer_json_fuzz", "llama3_style", read(f"{tok_dir}/llama3_style/tokenizer.json"))
+model = json.loads(read(f"{tok_dir}/llama3_style/tokenizer.json"))["model"]
+merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+put("vocab_merges_fuzz", "llama3_style",
+    json.dumps(model["vocab"]).encode() + b"\0" +
+    ("#version: 0.2\n" + "\n".join(merges) + "\n").encode())
+for path in glob.glob(f"{tok_dir}/*/expected.json"):
+    for i, text in enumerate(json.loads(read(path))["texts"]):
+        put("encode_decode_fuzz", f"{seed_name(path)}_{i}", text.encode())
+
+# llama2.c: seven int32 header fields plus the real file size (see the
+# target); tokenizer.bin prefixed by the 2-byte vocab size it is read with.
+put("llama2c_checkpoint_fuzz", "tiny",
+    struct.pack("<7i", 64, 172, 5, 8, 4, 512, 512) + struct.pack("<Q", 1056540))
+if data:
+    for path in glob.glob(f"{data}/models/*/*.bin"):
+        raw = read(path)
+        if "tok" in os.path.basename(path):  # tok512.bin: a 512-token vocab
+            put("llama2c_tokenizer_fuzz", os.path.basename(path),
+                struct.pack("<H", 512) + raw)
+        else:
+            put("llama2c_checkpoint_fuzz", os.path.basename(path),
+                raw[:28] + struct.pack("<Q", len(raw)))
+    for path in glob.glob(f"{data}/tokenizers/*/llama2c_tokenizer.bin"):
+        put("llama2c_tokenizer_fuzz", "llama2c_32000",
+            struct.pack("<H", 32000) + read(path))
+put("llama2c_tokenizer_fuzz", "empty_vocab", struct.pack("<H", 0) + struct.pack("<i", 0))
