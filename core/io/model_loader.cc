@@ -1,6 +1,8 @@
 // LoadModel dispatch and the Hugging Face folder loader.
 #include "core/io/model_loader.h"
 
+#include <unistd.h>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,8 @@
 #include "core/io/hf_config.h"
 #include "core/io/hf_weights.h"
 #include "core/io/tensor_source.h"
+#include "core/model_presets.h"
+#include "core/random_weights.h"
 #include "core/status_macros.h"
 
 namespace dynsparse {
@@ -31,8 +35,53 @@ absl::StatusOr<LoadedModel> LoadHfModel(const std::string& dir,
   return model;
 }
 
+namespace {
+
+constexpr absl::string_view kRandomPrefix = "random:";
+
+// Host memory the process may still take, from the kernel's count of
+// available pages (free plus reclaimable).
+int64_t AvailableHostBytes() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? int64_t{pages} * page_size : -1;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedModel> LoadRandomModel(absl::string_view spec,
+                                            const LoadOptions& options) {
+  ModelConfig config;
+  if (absl::EndsWith(spec, ".json")) {
+    ASSIGN_OR_RETURN(config, LoadHfConfig(std::string(spec)));
+  } else {
+    ASSIGN_OR_RETURN(config, FindModelPreset(spec));
+  }
+  LoadedModel model;
+  model.source = absl::StrCat(kRandomPrefix, spec);
+  if (!options.config_only) {
+    // Check before allocating: a 7B model in f32 does not fit every machine.
+    const int64_t needed = config.ParameterCount() *
+                           static_cast<int64_t>(DTypeSize(options.dtype));
+    const int64_t available = AvailableHostBytes();
+    if (available >= 0 && needed > available) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          model.source, ": random weights need ", needed / (1 << 20),
+          " MiB in ", DTypeName(options.dtype), " but only ",
+          available / (1 << 20), " MiB of host memory is available"));
+    }
+    model.weights = RandomWeights(config, options.random_seed, options.dtype);
+  }
+  model.config = std::move(config);
+  return model;
+}
+
 absl::StatusOr<LoadedModel> LoadModel(const std::string& path,
                                       const LoadOptions& options) {
+  if (absl::StartsWith(path, kRandomPrefix)) {
+    return LoadRandomModel(absl::string_view(path).substr(kRandomPrefix.size()),
+                           options);
+  }
   if (IsDirectory(path)) return LoadHfModel(path, options);
   if (IsRegularFile(path)) {
     if (absl::EndsWith(path, ".bin")) return LoadLlama2cModel(path, options);

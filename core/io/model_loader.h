@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 
@@ -18,6 +19,11 @@ namespace dynsparse {
 struct LoadOptions {
   // Weights are converted to this dtype at load (f32, f16 or bf16).
   DType dtype = DType::kF32;
+  // random: models only: build the configuration and leave the weights empty
+  // (inspect). File checkpoints are mmap'd, so loading them stays cheap.
+  bool config_only = false;
+  // Seed of random:NAME weights.
+  uint64_t random_seed = 0;
 };
 
 struct LoadedModel {
@@ -28,7 +34,9 @@ struct LoadedModel {
 };
 
 // Dispatches on the path: a directory is a HF model folder, a regular file
-// ending in .bin is a llama2.c checkpoint.
+// ending in .bin is a llama2.c checkpoint, and "random:NAME" (a preset of
+// core/model_presets.h) or "random:PATH/config.json" is that architecture
+// with random weights (core/random_weights.h).
 absl::StatusOr<LoadedModel> LoadModel(const std::string& path,
                                       const LoadOptions& options);
 
@@ -37,6 +45,8 @@ absl::StatusOr<LoadedModel> LoadHfModel(const std::string& dir,
                                         const LoadOptions& options);
 absl::StatusOr<LoadedModel> LoadLlama2cModel(const std::string& path,
                                              const LoadOptions& options);
+absl::StatusOr<LoadedModel> LoadRandomModel(absl::string_view spec,
+                                            const LoadOptions& options);
 
 }  // namespace dynsparse
 

@@ -60,8 +60,10 @@ int RunInspect(const CommandArgs& args) {
   }
   auto flags = ParseFlags(args, specs);
   if (!flags.ok()) return ReportError("inspect", flags.status());
+  const std::string model = flags->Get("model");
   const bool want_tokenizer =
-      flags->Has("tokenizer") || !flags->Get("model").ends_with(".bin");
+      flags->Has("tokenizer") ||
+      !(model.ends_with(".bin") || model.starts_with("random:"));
   auto opened =
       OpenModel(*flags, {.tokenizer = want_tokenizer, .runtime = false});
   if (!opened.ok()) return ReportError("inspect", opened.status());
@@ -82,7 +84,12 @@ int RunInspect(const CommandArgs& args) {
       {"max_position_embeddings", c.max_position_embeddings},
       {"pre_norm", c.pre_norm},
       {"tie_word_embeddings", c.tie_word_embeddings},
-      {"parameters", LoadedParameters(opened->model.weights)},
+      // Counted from the tensors loaded, or from the shapes when only the
+      // configuration was read (random: presets).
+      {"parameters", opened->model.weights.layers.empty()
+                         ? c.ParameterCount()
+                         : LoadedParameters(opened->model.weights)},
+      {"weights_bytes_f16", 2 * c.ParameterCount()},
       {"checkpoint_dtype", DTypeName(c.checkpoint_dtype)},
       {"checkpoint_bytes", opened->model.checkpoint_bytes},
   };

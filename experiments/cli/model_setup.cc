@@ -58,6 +58,7 @@ absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
   if (path.empty()) return absl::InvalidArgumentError("--model is required");
 
   LoadOptions options;
+  options.config_only = !request.runtime;
   opened.dtype_name = "f32";
   if (request.runtime) {
     opened.dtype_name = flags.Get("dtype");

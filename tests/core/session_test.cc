@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/graph/random_weights.h"
+#include "core/random_weights.h"
 #include "core/model_shapes.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"

@@ -154,6 +154,15 @@ TEST(CliTest, TokenizeAndInspectJson) {
   EXPECT_GT(info["parameters"].get<int64_t>(), 0);
 }
 
+TEST(CliTest, InspectRandomPresetWithoutAllocatingIt) {
+  const RunResult r = RunCli("inspect --model random:llama-2-7b --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["parameters"], 6738415616);
+  EXPECT_EQ(info["weights_bytes_f16"], 2 * 6738415616LL);
+  EXPECT_EQ(info["num_layers"], 32);
+}
+
 TEST(CliBadInputTest, TruncatedSafetensors) {
   ModelCopy m("opt-prenorm");
   fs::resize_file(m.file("model.safetensors"),

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "core/graph/random_weights.h"
+#include "core/random_weights.h"
 #include "core/graph/session.h"
 #include "core/io/model_loader.h"
 #include "core/model_shapes.h"

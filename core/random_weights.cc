@@ -1,4 +1,4 @@
-#include "core/graph/random_weights.h"
+#include "core/random_weights.h"
 
 #include <cmath>
 #include <random>

@@ -1,7 +1,7 @@
 // Random weights of a given architecture: for tests, and for timing models of
 // real shapes without their checkpoints.
-#ifndef DYNSPARSE_CORE_GRAPH_RANDOM_WEIGHTS_H_
-#define DYNSPARSE_CORE_GRAPH_RANDOM_WEIGHTS_H_
+#ifndef DYNSPARSE_CORE_RANDOM_WEIGHTS_H_
+#define DYNSPARSE_CORE_RANDOM_WEIGHTS_H_
 
 #include <cstdint>
 
@@ -18,4 +18,4 @@ ModelWeights RandomWeights(const ModelConfig& config, uint64_t seed,
 
 }  // namespace dynsparse
 
-#endif  // DYNSPARSE_CORE_GRAPH_RANDOM_WEIGHTS_H_
+#endif  // DYNSPARSE_CORE_RANDOM_WEIGHTS_H_
