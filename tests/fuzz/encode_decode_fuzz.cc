@@ -9,7 +9,7 @@
 
 #include "core/logging.h"
 #include "core/tokenizer/tokenizer.h"
-#include "fuzz/fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace {
 

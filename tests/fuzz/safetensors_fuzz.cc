@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "core/io/safetensors.h"
-#include "fuzz/fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dynsparse;

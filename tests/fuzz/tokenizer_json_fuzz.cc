@@ -7,7 +7,7 @@
 
 #include "core/logging.h"
 #include "core/tokenizer/tokenizer.h"
-#include "fuzz/fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dynsparse;

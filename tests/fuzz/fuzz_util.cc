@@ -1,4 +1,4 @@
-#include "fuzz/fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 #include <unistd.h>
 

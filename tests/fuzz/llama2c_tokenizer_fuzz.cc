@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/tokenizer/llama2c_tokenizer.h"
-#include "fuzz/fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using dynsparse::tok::Llama2cTokenizer;
