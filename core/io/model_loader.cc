@@ -37,8 +37,6 @@ absl::StatusOr<LoadedModel> LoadHfModel(const std::string& dir,
 
 namespace {
 
-constexpr absl::string_view kRandomPrefix = "random:";
-
 // Host memory the process may still take, from the kernel's count of
 // available pages (free plus reclaimable).
 int64_t AvailableHostBytes() {
@@ -58,7 +56,7 @@ absl::StatusOr<LoadedModel> LoadRandomModel(absl::string_view spec,
     ASSIGN_OR_RETURN(config, FindModelPreset(spec));
   }
   LoadedModel model;
-  model.source = absl::StrCat(kRandomPrefix, spec);
+  model.source = absl::StrCat(kRandomModelPrefix, spec);
   if (!options.config_only) {
     // Check before allocating: a 7B model in f32 does not fit every machine.
     const int64_t needed = config.ParameterCount() *
@@ -78,9 +76,9 @@ absl::StatusOr<LoadedModel> LoadRandomModel(absl::string_view spec,
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& path,
                                       const LoadOptions& options) {
-  if (absl::StartsWith(path, kRandomPrefix)) {
-    return LoadRandomModel(absl::string_view(path).substr(kRandomPrefix.size()),
-                           options);
+  if (absl::StartsWith(path, kRandomModelPrefix)) {
+    return LoadRandomModel(
+        absl::string_view(path).substr(kRandomModelPrefix.size()), options);
   }
   if (IsDirectory(path)) return LoadHfModel(path, options);
   if (IsRegularFile(path)) {

@@ -33,6 +33,9 @@ struct LoadedModel {
   int64_t checkpoint_bytes = 0;  // Bytes of tensor data in the files read.
 };
 
+// Model paths that start with this prefix name random-weight models.
+inline constexpr absl::string_view kRandomModelPrefix = "random:";
+
 // Dispatches on the path: a directory is a HF model folder, a regular file
 // ending in .bin is a llama2.c checkpoint, and "random:NAME" (a preset of
 // core/model_presets.h) or "random:PATH/config.json" is that architecture

@@ -2,7 +2,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "core/io/model_loader.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/model_setup.h"
 
@@ -63,7 +65,7 @@ int RunInspect(const CommandArgs& args) {
   const std::string model = flags->Get("model");
   const bool want_tokenizer =
       flags->Has("tokenizer") ||
-      !(model.ends_with(".bin") || model.starts_with("random:"));
+      !(model.ends_with(".bin") || absl::StartsWith(model, kRandomModelPrefix));
   auto opened =
       OpenModel(*flags, {.tokenizer = want_tokenizer, .runtime = false});
   if (!opened.ok()) return ReportError("inspect", opened.status());

@@ -14,7 +14,7 @@
 namespace dynsparse::cpu {
 namespace {
 
-// Scalar widening for the tails of the vector loops.
+// Widening of one weight; the tag says which 16-bit format (bf16 or f16).
 inline float ElementToF32(float w) { return w; }
 inline float ElementToF32(uint16_t w, std::true_type) { return BF16ToF32(w); }
 inline float ElementToF32(uint16_t w, std::false_type) { return F16ToF32(w); }
@@ -54,39 +54,23 @@ inline float Dot(const W* w, const float* x, int64_t n, Tag... tag) {
   for (; i < n; ++i) sum += ElementToF32(w[i], tag...) * x[i];
   return sum;
 }
-#define DS_DOT_IMPL 1
-#endif
-
-inline float DotF32(const float* w, const float* x, int64_t n) {
-#ifdef DS_DOT_IMPL
-  return Dot(w, x, n);
 #else
+// Portable fallback; the compiler vectorises what it can.
+template <typename W, typename... Tag>
+inline float Dot(const W* w, const float* x, int64_t n, Tag... tag) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += w[i] * x[i];
+  for (int64_t i = 0; i < n; ++i) sum += ElementToF32(w[i], tag...) * x[i];
   return sum;
-#endif
 }
-
-inline float DotBF16(const uint16_t* w, const float* x, int64_t n) {
-#ifdef DS_DOT_IMPL
-  return Dot(w, x, n, std::true_type{});
-#else
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += BF16ToF32(w[i]) * x[i];
-  return sum;
 #endif
-}
 
-inline float DotF16(const uint16_t* w, const float* x, int64_t n) {
-#ifdef DS_DOT_IMPL
-  return Dot(w, x, n, std::false_type{});
-#else
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += F16ToF32(w[i]) * x[i];
-  return sum;
-#endif
+// y[o] = dot(row o of w, x), output rows split across threads.
+template <typename W, typename... Tag>
+void GemvRows(const W* w, const float* x, float* y, int64_t out, int64_t in,
+              Tag... tag) {
+#pragma omp parallel for schedule(static)
+  for (int64_t o = 0; o < out; ++o) y[o] = Dot(w + o * in, x, in, tag...);
 }
 
 void AddBias(const Tensor& bias, Tensor* y) {
@@ -106,24 +90,12 @@ void Gemv(const Tensor& w, const float* x, float* y) {
   const int64_t out = w.dim(0);
   const int64_t in = w.dim(1);
   switch (w.dtype()) {
-    case DType::kF32: {
-      const float* wd = w.data<float>();
-#pragma omp parallel for schedule(static)
-      for (int64_t o = 0; o < out; ++o) y[o] = DotF32(wd + o * in, x, in);
-      break;
-    }
-    case DType::kBF16: {
-      const uint16_t* wd = w.data<uint16_t>();
-#pragma omp parallel for schedule(static)
-      for (int64_t o = 0; o < out; ++o) y[o] = DotBF16(wd + o * in, x, in);
-      break;
-    }
-    case DType::kF16: {
-      const uint16_t* wd = w.data<uint16_t>();
-#pragma omp parallel for schedule(static)
-      for (int64_t o = 0; o < out; ++o) y[o] = DotF16(wd + o * in, x, in);
-      break;
-    }
+    case DType::kF32:
+      return GemvRows(w.data<float>(), x, y, out, in);
+    case DType::kBF16:
+      return GemvRows(w.data<uint16_t>(), x, y, out, in, std::true_type{});
+    case DType::kF16:
+      return GemvRows(w.data<uint16_t>(), x, y, out, in, std::false_type{});
     case DType::kI32:
       DS_CHECK(false) << "integer weights";
   }
