@@ -24,6 +24,16 @@ void Session::Reset() {
   method_.BeginSequence();
 }
 
+absl::Status Session::Truncate(int64_t length) {
+  if (length < 0 || length > this->length()) {
+    return absl::OutOfRangeError(
+        absl::StrCat("cannot truncate a ", this->length(),
+                     "-token sequence to ", length, " tokens"));
+  }
+  cache_.set_length(length);
+  return absl::OkStatus();
+}
+
 absl::Status Session::CheckTokens(absl::Span<const int32_t> tokens) const {
   if (tokens.empty()) return absl::InvalidArgumentError("no tokens to run");
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -31,6 +31,11 @@ class Session {
 
   // Forgets the sequence: the next Forward starts at position 0.
   void Reset();
+  // Keeps positions [0, length) and forgets the rest, so several
+  // continuations can share one context's prefill (multiple-choice scoring).
+  // Methods that keep per-sequence state must not depend on dropped tokens;
+  // `length` beyond the current length is an error.
+  absl::Status Truncate(int64_t length);
   int64_t length() const { return cache_.length(); }
   int64_t capacity() const { return cache_.capacity(); }
   const KvCache& cache() const { return cache_; }

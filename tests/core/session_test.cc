@@ -9,8 +9,8 @@
 #include <numeric>
 #include <random>
 
-#include "core/random_weights.h"
 #include "core/model_shapes.h"
+#include "core/random_weights.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
@@ -94,6 +94,28 @@ TEST_P(SessionFamilyTest, IncrementalDecodeMatchesFullForward) {
   // The logits are not degenerate (a test on all-equal outputs proves little).
   const auto [lo, hi] = std::minmax_element(full.begin(), full.end());
   EXPECT_GT(*hi - *lo, 1.0f);
+}
+
+TEST_P(SessionFamilyTest, TruncatedPrefixScoresLikeAFreshSequence) {
+  const ModelConfig c = GetParam();
+  const ModelWeights w = RandomWeights(c, 12);
+  const std::vector<int32_t> ids = RandomIds(16, c.vocab_size, 4);
+  std::vector<int32_t> other = ids;
+  for (size_t t = 10; t < other.size(); ++t) other[t] = (other[t] + 7) % 50;
+  DenseMethod dense;
+  const std::vector<float> fresh = FullLogits(c, w, dense, other);
+
+  CpuBackend backend(2);
+  Session session(c, w, backend, dense, 16);
+  ASSERT_TRUE(session.Forward(ids, 15).ok());
+  ASSERT_TRUE(session.Truncate(10).ok());
+  EXPECT_EQ(session.length(), 10);
+  auto tail = session.Forward(absl::MakeConstSpan(other).subspan(10), 0);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  const std::vector<float> fresh_tail(fresh.begin() + 10 * c.vocab_size,
+                                      fresh.end());
+  EXPECT_LT(MaxAbsDiff(fresh_tail, tail->ToF32Vector()), 1e-4f);
+  EXPECT_FALSE(session.Truncate(17).ok());  // Past the end.
 }
 
 TEST_P(SessionFamilyTest, HalfPrecisionWeightsStayCloseToF32) {
