@@ -21,6 +21,28 @@ const std::vector<CorpusInfo>& CorpusRegistry() {
   return *kCorpora;
 }
 
+namespace {
+
+absl::Status NotACorpus(const std::string& path) {
+  std::vector<std::string> names;
+  for (const CorpusInfo& info : CorpusRegistry()) names.push_back(info.name);
+  return absl::NotFoundError(absl::StrCat(
+      "'", path, "' is neither a file nor a registered corpus (valid: ",
+      absl::StrJoin(names, ", "), ")"));
+}
+
+}  // namespace
+
+absl::Status CheckCorpusName(std::string_view name_or_path) {
+  for (const CorpusInfo& info : CorpusRegistry()) {
+    if (info.name == name_or_path) return absl::OkStatus();
+  }
+  const std::string path(name_or_path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotACorpus(path);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CorpusText> LoadCorpus(std::string_view name_or_path) {
   for (const CorpusInfo& info : CorpusRegistry()) {
     if (info.name != name_or_path) continue;
@@ -37,13 +59,7 @@ absl::StatusOr<CorpusText> LoadCorpus(std::string_view name_or_path) {
   }
   const std::string path(name_or_path);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    std::vector<std::string> names;
-    for (const CorpusInfo& info : CorpusRegistry()) names.push_back(info.name);
-    return absl::NotFoundError(absl::StrCat(
-        "'", path, "' is neither a file nor a registered corpus (valid: ",
-        absl::StrJoin(names, ", "), ")"));
-  }
+  if (!std::filesystem::exists(path, ec)) return NotACorpus(path);
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return CorpusText{path, path, *std::move(text)};

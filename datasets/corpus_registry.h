@@ -28,6 +28,10 @@ struct CorpusText {
 // `name_or_path` is a registered corpus name or a path to a UTF-8 text file.
 absl::StatusOr<CorpusText> LoadCorpus(std::string_view name_or_path);
 
+// OK when `name_or_path` is a registered corpus (its data is not read) or an
+// existing file; otherwise the error LoadCorpus would give, listing the names.
+absl::Status CheckCorpusName(std::string_view name_or_path);
+
 }  // namespace dynsparse
 
 #endif  // DYNSPARSE_DATASETS_CORPUS_REGISTRY_H_

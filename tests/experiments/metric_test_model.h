@@ -1,0 +1,50 @@
+// Opens the tiny-llama-chat fixture (CPU, f32, dense) as a MetricModel for
+// metric tests.
+#ifndef DYNSPARSE_TESTS_EXPERIMENTS_METRIC_TEST_MODEL_H_
+#define DYNSPARSE_TESTS_EXPERIMENTS_METRIC_TEST_MODEL_H_
+
+#include <memory>
+
+#include "core/io/model_loader.h"
+#include "core/tokenizer/tokenizer.h"
+#include "experiments/metrics/metric.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "methods/dense/dense.h"
+#include "tests/test_paths.h"
+
+namespace dynsparse::testing {
+
+struct TestModel {
+  LoadedModel model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  CpuBackend backend{2};
+  DenseMethod method;
+  MetricModel view() {
+    return {.model = &model,
+            .tokenizer = tokenizer.get(),
+            .backend = &backend,
+            .method = &method,
+            .device = "cpu",
+            .dtype = "f32"};
+  }
+};
+
+inline std::unique_ptr<TestModel> OpenTinyLlama() {
+  const std::string dir = FixturePath("models/tiny-llama-chat");
+  auto m = std::make_unique<TestModel>();
+  auto model = LoadModel(dir, LoadOptions{});
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  m->model = *std::move(model);
+  auto tok = LoadHfTokenizer(dir);
+  EXPECT_TRUE(tok.ok()) << tok.status();
+  if (!tok.ok()) return nullptr;
+  m->tokenizer = *std::move(tok);
+  EXPECT_TRUE(m->method.Attach(m->model.config).ok());
+  return m;
+}
+
+}  // namespace dynsparse::testing
+
+#endif  // DYNSPARSE_TESTS_EXPERIMENTS_METRIC_TEST_MODEL_H_
