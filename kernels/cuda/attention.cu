@@ -1,0 +1,496 @@
+// Causal GQA attention kernels (attention.h explains the two strategies).
+//
+// Prefill: one block of 8 warps per (64-query tile, head). Each warp owns 8
+// query rows for the whole kernel: in the score step lane j computes the 8
+// scores of key j (q broadcast from shared memory, k rows padded so the
+// 16-byte reads of 8 lanes hit distinct banks), the online-softmax update is a
+// warp reduction per row, and in the P*V step lane j owns output columns
+// j, j+32, ... so V reads are conflict-free and P reads are broadcasts.
+// Decode: lane j owns head dimensions j, j+32, ...; each warp takes 8 keys of
+// the block's 64-key chunk with all their loads issued before any reduction.
+#include "kernels/cuda/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_utils.cuh"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTileQ = 64;
+constexpr int kTileK = 32;
+constexpr int kRowsPerWarp = kTileQ / kWarps;  // 8
+constexpr int kKeysPerWarp = static_cast<int>(kDecodeKeysPerChunk) / kWarps;
+
+struct KernelArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  const int32_t* positions;
+  float* out;
+  float* scratch;
+  int n;
+  int heads;
+  int group;  // query heads per kv head
+  int head_dim;
+  int64_t q_stride;   // floats per q / out row
+  int64_t kv_stride;  // floats per cache row
+  int max_keys;       // keys a row may see at most (<= capacity)
+  int chunks;         // decode: key chunks per (row, head)
+  float scale;
+  bool vec4;  // head_dim % 4 == 0 and 16-byte aligned rows
+};
+
+template <int D>
+constexpr int PrefillSmemBytes() {
+  return (kTileQ * (D + 4) + kTileK * (D + 4) + kTileK * D + kTileQ * kTileK) *
+             static_cast<int>(sizeof(float)) +
+         kTileQ * static_cast<int>(sizeof(int));
+}
+
+// Loads `rows` cache rows starting at key `k0` of kv head `kvh` into a
+// [kTileK][stride] tile; rows at or past `limit` and columns past head_dim
+// read as zero.
+template <int D>
+__device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
+                                           const float* base, int kvh, int k0,
+                                           int limit, int stride, float* tile) {
+  if (a.vec4) {
+    constexpr int kVecs = D / 4;
+    for (int idx = threadIdx.x; idx < kTileK * kVecs; idx += kThreads) {
+      const int r = idx / kVecs;
+      const int d = (idx % kVecs) * 4;
+      float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (k0 + r < limit && d < a.head_dim) {
+        val = *reinterpret_cast<const float4*>(
+            base + static_cast<int64_t>(k0 + r) * a.kv_stride +
+            static_cast<int64_t>(kvh) * a.head_dim + d);
+      }
+      *reinterpret_cast<float4*>(tile + r * stride + d) = val;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < kTileK * D; idx += kThreads) {
+      const int r = idx / D;
+      const int d = idx % D;
+      float val = 0.f;
+      if (k0 + r < limit && d < a.head_dim) {
+        val = base[static_cast<int64_t>(k0 + r) * a.kv_stride +
+                   static_cast<int64_t>(kvh) * a.head_dim + d];
+      }
+      tile[r * stride + d] = val;
+    }
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    PrefillAttentionKernel(const KernelArgs a) {
+  constexpr int kCols = D / 32;
+  constexpr int kQStride = D + 4;
+  extern __shared__ float4 smem_vec[];
+  float* qs = reinterpret_cast<float*>(smem_vec);
+  float* ks = qs + kTileQ * kQStride;
+  float* vs = ks + kTileK * kQStride;
+  float* ps = vs + kTileK * D;
+  int* qpos = reinterpret_cast<int*>(ps + kTileQ * kTileK);
+
+  const int h = blockIdx.y;
+  const int kvh = h / a.group;
+  const int q0 = blockIdx.x * kTileQ;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+
+  for (int r = threadIdx.x; r < kTileQ; r += kThreads) {
+    qpos[r] = q0 + r < a.n ? a.positions[q0 + r] : -1;
+  }
+  for (int idx = threadIdx.x; idx < kTileQ * D; idx += kThreads) {
+    const int r = idx / D;
+    const int d = idx % D;
+    float val = 0.f;
+    if (q0 + r < a.n && d < a.head_dim) {
+      val = a.q[static_cast<int64_t>(q0 + r) * a.q_stride +
+                static_cast<int64_t>(h) * a.head_dim + d] *
+            a.scale;
+    }
+    qs[r * kQStride + d] = val;
+  }
+  __syncthreads();
+  int kmax = 0;
+  for (int r = 0; r < kTileQ; ++r) kmax = max(kmax, qpos[r] + 1);
+  kmax = min(kmax, a.max_keys);
+
+  const int r0 = warp * kRowsPerWarp;
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kCols];
+  int my_pos[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.f;
+    my_pos[r] = qpos[r0 + r];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[r][c] = 0.f;
+  }
+
+  for (int k0 = 0; k0 < kmax; k0 += kTileK) {
+    __syncthreads();  // The previous tile is fully consumed.
+    LoadKvTile<D>(a, a.k, kvh, k0, kmax, kQStride, ks);
+    LoadKvTile<D>(a, a.v, kvh, k0, kmax, D, vs);
+    __syncthreads();
+
+    float s[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) s[r] = 0.f;
+    const float* krow = ks + lane * kQStride;
+#pragma unroll 4
+    for (int d = 0; d < D; d += 4) {
+      const float4 kv = *reinterpret_cast<const float4*>(krow + d);
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float4 qv =
+            *reinterpret_cast<const float4*>(qs + (r0 + r) * kQStride + d);
+        s[r] += qv.x * kv.x + qv.y * kv.y + qv.z * kv.z + qv.w * kv.w;
+      }
+    }
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      float sr = (key < kmax && key <= my_pos[r]) ? s[r] : -INFINITY;
+      float tile_max = sr;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) {
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
+      }
+      const float m_new = fmaxf(m[r], tile_max);
+      float p = 0.f, alpha = 1.f;
+      if (m_new != -INFINITY) {
+        p = expf(sr - m_new);
+        alpha = expf(m[r] - m_new);
+      }
+      l[r] = l[r] * alpha + WarpSum(p);
+      m[r] = m_new;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[r][c] *= alpha;
+      ps[(r0 + r) * kTileK + lane] = p;
+    }
+    __syncwarp();
+#pragma unroll 4
+    for (int j = 0; j < kTileK; ++j) {
+      float vv[kCols];
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) vv[c] = vs[j * D + lane + 32 * c];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float p = ps[(r0 + r) * kTileK + j];
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) acc[r][c] += p * vv[c];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int row = q0 + r0 + r;
+    if (row >= a.n) continue;
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      const int d = lane + 32 * c;
+      if (d < a.head_dim) {
+        a.out[static_cast<int64_t>(row) * a.q_stride +
+              static_cast<int64_t>(h) * a.head_dim + d] = acc[r][c] * inv;
+      }
+    }
+  }
+}
+
+// Scratch entry of (row, head, chunk): max, sum, then head_dim weighted sums.
+__device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
+                                               int h, int chunk) {
+  return a.scratch +
+         ((static_cast<int64_t>(row) * a.heads + h) * a.chunks + chunk) *
+             (a.head_dim + 2);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    DecodeAttentionKernel(const KernelArgs a) {
+  constexpr int kCols = D / 32;
+  __shared__ float warp_m[kWarps], warp_l[kWarps];
+  __shared__ float warp_acc[kWarps][D];
+
+  const int chunk = blockIdx.x;
+  const int h = blockIdx.y;
+  const int row = blockIdx.z;
+  const int kvh = h / a.group;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int limit = min(a.positions[row] + 1, a.max_keys);
+  const int chunk0 = chunk * static_cast<int>(kDecodeKeysPerChunk);
+  float* entry = ScratchEntry(a, row, h, chunk);
+  if (chunk0 >= limit) {  // Nothing visible: an empty partial.
+    if (threadIdx.x == 0) {
+      entry[0] = -INFINITY;
+      entry[1] = 0.f;
+    }
+    return;
+  }
+
+  float q[kCols];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const int d = lane + 32 * c;
+    q[c] = d < a.head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
+                                static_cast<int64_t>(h) * a.head_dim + d] *
+                                a.scale
+                          : 0.f;
+  }
+  const int key0 = chunk0 + warp * kKeysPerWarp;
+  const int64_t col0 = static_cast<int64_t>(kvh) * a.head_dim;
+  float kv[kKeysPerWarp][kCols];
+#pragma unroll
+  for (int j = 0; j < kKeysPerWarp; ++j) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      const int d = lane + 32 * c;
+      kv[j][c] = (key0 + j < limit && d < a.head_dim)
+                     ? a.k[static_cast<int64_t>(key0 + j) * a.kv_stride +
+                           col0 + d]
+                     : 0.f;
+    }
+  }
+  float s[kKeysPerWarp];
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kKeysPerWarp; ++j) {
+    float dot = 0.f;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) dot += q[c] * kv[j][c];
+    dot = WarpSum(dot);
+    s[j] = key0 + j < limit ? dot : -INFINITY;
+    m = fmaxf(m, s[j]);
+  }
+#pragma unroll
+  for (int j = 0; j < kKeysPerWarp; ++j) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      const int d = lane + 32 * c;
+      kv[j][c] = (key0 + j < limit && d < a.head_dim)
+                     ? a.v[static_cast<int64_t>(key0 + j) * a.kv_stride +
+                           col0 + d]
+                     : 0.f;
+    }
+  }
+  float l = 0.f;
+  float acc[kCols];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
+  if (m != -INFINITY) {
+#pragma unroll
+    for (int j = 0; j < kKeysPerWarp; ++j) {
+      const float p = expf(s[j] - m);
+      l += p;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[c] += p * kv[j][c];
+    }
+  }
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_l[warp] = l;
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) warp_acc[warp][lane + 32 * c] = acc[c];
+  __syncthreads();
+
+  float block_m = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) block_m = fmaxf(block_m, warp_m[w]);
+  float weight[kWarps];
+  float block_l = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    weight[w] = warp_l[w] > 0.f ? expf(warp_m[w] - block_m) : 0.f;
+    block_l += warp_l[w] * weight[w];
+  }
+  if (threadIdx.x == 0) {
+    entry[0] = block_m;
+    entry[1] = block_l;
+  }
+  for (int d = threadIdx.x; d < a.head_dim; d += kThreads) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
+    entry[2 + d] = sum;
+  }
+}
+
+// Merges the chunks of one (head, row): grid (heads, n).
+__global__ void DecodeCombineKernel(const KernelArgs a) {
+  const int h = blockIdx.x;
+  const int row = blockIdx.y;
+  float m = -INFINITY;
+  for (int c = 0; c < a.chunks; ++c) {
+    const float* e = ScratchEntry(a, row, h, c);
+    if (e[1] > 0.f) m = fmaxf(m, e[0]);
+  }
+  float l = 0.f;
+  for (int c = 0; c < a.chunks; ++c) {
+    const float* e = ScratchEntry(a, row, h, c);
+    if (e[1] > 0.f) l += e[1] * expf(e[0] - m);
+  }
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
+    float sum = 0.f;
+    for (int c = 0; c < a.chunks; ++c) {
+      const float* e = ScratchEntry(a, row, h, c);
+      if (e[1] > 0.f) sum += e[2 + d] * expf(e[0] - m);
+    }
+    a.out[static_cast<int64_t>(row) * a.q_stride +
+          static_cast<int64_t>(h) * a.head_dim + d] = sum * inv;
+  }
+}
+
+absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
+  if (args.q == nullptr || args.k_cache == nullptr ||
+      args.v_cache == nullptr || args.out == nullptr ||
+      args.positions == nullptr) {
+    return absl::InvalidArgumentError("attention: missing argument");
+  }
+  for (const Tensor* t : {args.q, args.k_cache, args.v_cache,
+                          static_cast<const Tensor*>(args.out)}) {
+    if (absl::Status s = CheckOnDevice(*t, "attention operand"); !s.ok()) {
+      return s;
+    }
+    if (t->dtype() != DType::kF32 || t->rank() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attention: operands must be f32 matrices, got ", t->DebugString()));
+    }
+  }
+  if (args.head_dim <= 0 || args.head_dim > kMaxAttentionHeadDim ||
+      args.num_heads <= 0 || args.num_kv_heads <= 0 ||
+      args.num_heads % args.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention: unsupported heads ", args.num_heads, "/",
+        args.num_kv_heads, " x head_dim ", args.head_dim));
+  }
+  const int64_t n = args.q->dim(0);
+  const int64_t q_width = args.num_heads * args.head_dim;
+  const int64_t kv_width = args.num_kv_heads * args.head_dim;
+  if (args.q->dim(1) != q_width || args.out->dim(1) != q_width ||
+      args.out->dim(0) != n || args.k_cache->dim(1) != kv_width ||
+      args.v_cache->shape() != args.k_cache->shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention: shapes q ", args.q->DebugString(), " k ",
+        args.k_cache->DebugString(), " v ", args.v_cache->DebugString(),
+        " out ", args.out->DebugString(), " do not match ", args.num_heads,
+        "/", args.num_kv_heads, " heads of ", args.head_dim));
+  }
+  a->q = args.q->data<float>();
+  a->k = args.k_cache->data<float>();
+  a->v = args.v_cache->data<float>();
+  a->positions = args.positions;
+  a->out = args.out->data<float>();
+  a->scratch = nullptr;
+  a->n = static_cast<int>(n);
+  a->heads = static_cast<int>(args.num_heads);
+  a->group = static_cast<int>(args.num_heads / args.num_kv_heads);
+  a->head_dim = static_cast<int>(args.head_dim);
+  a->q_stride = q_width;
+  a->kv_stride = kv_width;
+  a->max_keys = static_cast<int>(args.k_cache->dim(0));
+  a->chunks = static_cast<int>(
+      CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
+  a->scale = args.scale;
+  a->vec4 = args.head_dim % 4 == 0 && IsAligned(a->k, 16) &&
+            IsAligned(a->v, 16);
+  return absl::OkStatus();
+}
+
+int PickHeadDim(int64_t head_dim) {
+  for (int d : {32, 64, 128, 256}) {
+    if (head_dim <= d) return d;
+  }
+  return 0;
+}
+
+template <int D>
+absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
+  constexpr int kSmem = PrefillSmemBytes<D>();
+  static std::once_flag once;
+  static cudaError_t attr_error = cudaSuccess;
+  std::call_once(once, [] {
+    attr_error = cudaFuncSetAttribute(PrefillAttentionKernel<D>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      kSmem);
+  });
+  DS_CUDA_RETURN_IF_ERROR(attr_error);
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),
+                  static_cast<unsigned>(a.heads));
+  PrefillAttentionKernel<D><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
+  return LastLaunchStatus("PrefillAttentionKernel");
+}
+
+template <int D>
+absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a) {
+  const dim3 grid(static_cast<unsigned>(a.chunks),
+                  static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
+  DecodeAttentionKernel<D><<<grid, kThreads, 0, ctx.stream()>>>(a);
+  if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
+    return s;
+  }
+  const dim3 combine_grid(static_cast<unsigned>(a.heads),
+                          static_cast<unsigned>(a.n));
+  DecodeCombineKernel<<<combine_grid, 128, 0, ctx.stream()>>>(a);
+  return LastLaunchStatus("DecodeCombineKernel");
+}
+
+}  // namespace
+
+absl::Status PrefillAttention(DeviceContext& ctx,
+                              const DeviceAttentionArgs& args,
+                              int64_t max_keys) {
+  KernelArgs a;
+  if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
+  if (a.n == 0) return absl::OkStatus();
+  a.max_keys = static_cast<int>(std::min<int64_t>(max_keys, a.max_keys));
+  switch (PickHeadDim(args.head_dim)) {
+    case 32:
+      return LaunchPrefill<32>(ctx, a);
+    case 64:
+      return LaunchPrefill<64>(ctx, a);
+    case 128:
+      return LaunchPrefill<128>(ctx, a);
+    default:
+      return LaunchPrefill<256>(ctx, a);
+  }
+}
+
+int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {
+  return args.q->dim(0) * args.num_heads *
+         CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk) *
+         (args.head_dim + 2);
+}
+
+absl::Status DecodeAttention(DeviceContext& ctx,
+                             const DeviceAttentionArgs& args, float* scratch) {
+  KernelArgs a;
+  if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
+  if (a.n == 0) return absl::OkStatus();
+  a.scratch = scratch;
+  switch (PickHeadDim(args.head_dim)) {
+    case 32:
+      return LaunchDecode<32>(ctx, a);
+    case 64:
+      return LaunchDecode<64>(ctx, a);
+    case 128:
+      return LaunchDecode<128>(ctx, a);
+    default:
+      return LaunchDecode<256>(ctx, a);
+  }
+}
+
+}  // namespace dynsparse::cuda

@@ -1,0 +1,53 @@
+// Causal attention over a KV cache on CUDA, GQA aware, f32 activations.
+//
+// Both kernels take the query positions from device memory, never from host
+// arguments, so a decode step can be captured in a CUDA graph once and
+// replayed as the sequence grows: key j is visible to query row i iff
+// j <= positions[i], and the grid covers the cache's whole capacity.
+//
+// - PrefillAttention: flash-style tiling (64 queries x 32 keys per step,
+//   online softmax in f32); the n x n score matrix never exists.
+// - DecodeAttention (flash-decoding): the keys are split into chunks of 64,
+//   one block per (chunk, head, row) writes a partial (max, sum, weighted
+//   values) and a second kernel merges the chunks. For a few query rows.
+#ifndef DYNSPARSE_KERNELS_CUDA_ATTENTION_H_
+#define DYNSPARSE_KERNELS_CUDA_ATTENTION_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/tensor.h"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+
+inline constexpr int64_t kMaxAttentionHeadDim = 256;
+inline constexpr int64_t kDecodeKeysPerChunk = 64;
+
+struct DeviceAttentionArgs {
+  const Tensor* q = nullptr;        // f32 [n, heads * head_dim]
+  const Tensor* k_cache = nullptr;  // f32 [capacity, kv_heads * head_dim]
+  const Tensor* v_cache = nullptr;
+  const int32_t* positions = nullptr;  // device i32 [n]
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;  // <= kMaxAttentionHeadDim
+  float scale = 1.0f;
+  Tensor* out = nullptr;  // f32 [n, heads * head_dim]
+};
+
+// `max_keys` bounds the keys any row may see (<= capacity); prefill only,
+// since it sizes the loop, not the grid.
+absl::Status PrefillAttention(DeviceContext& ctx,
+                              const DeviceAttentionArgs& args,
+                              int64_t max_keys);
+
+// Floats of scratch DecodeAttention needs for these arguments.
+int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);
+// `scratch` is a device f32 buffer of DecodeAttentionScratchFloats(args).
+absl::Status DecodeAttention(DeviceContext& ctx,
+                             const DeviceAttentionArgs& args, float* scratch);
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_ATTENTION_H_

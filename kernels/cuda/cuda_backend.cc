@@ -1,0 +1,487 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/activation.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/graph_ops.h"
+#include "kernels/cuda/linear.h"
+#include "kernels/cuda/norms.h"
+#include "kernels/cuda/rope.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+// Index staging arena: 4 MiB of ints, enough for any step's ids, positions
+// and unit selections of prefill chunks up to ~100k tokens.
+constexpr int64_t kIndexArenaInts = int64_t{1} << 20;
+constexpr int64_t kIndexAlignInts = 64;  // 256-byte aligned slots.
+
+enum OpCode : uint64_t {
+  kOpEmbed = 1,
+  kOpLinear,
+  kOpLayerNorm,
+  kOpRmsNorm,
+  kOpAdd,
+  kOpActivate,
+  kOpGated,
+  kOpRope,
+  kOpWriteRows,
+  kOpAttention,
+  kOpMask,
+  kOpToHost,
+};
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+uint64_t MixTensor(uint64_t h, const Tensor& t) {
+  h = Mix(h, reinterpret_cast<uintptr_t>(t.empty() ? nullptr : t.raw_data()));
+  h = Mix(h, static_cast<uint64_t>(t.dtype()));
+  for (int64_t d : t.shape()) h = Mix(h, static_cast<uint64_t>(d));
+  return h;
+}
+
+uint64_t MixDouble(uint64_t h, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return Mix(h, bits);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
+    const CudaBackendOptions& options) {
+  absl::StatusOr<std::unique_ptr<DeviceContext>> ctx =
+      DeviceContext::Create(options.device);
+  if (!ctx.ok()) return ctx.status();
+  std::unique_ptr<CudaBackend> backend(
+      new CudaBackend(std::move(*ctx), options));
+  if (absl::Status s = backend->Init(); !s.ok()) return s;
+  return backend;
+}
+
+CudaBackend::CudaBackend(std::unique_ptr<DeviceContext> ctx,
+                         const CudaBackendOptions& options)
+    : ctx_(std::move(ctx)),
+      pool_(std::make_unique<DevicePool>(*ctx_)),
+      options_(options) {}
+
+absl::Status CudaBackend::Init() {
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaHostAlloc(reinterpret_cast<void**>(&pinned_indices_),
+                    kIndexArenaInts * sizeof(int32_t), cudaHostAllocDefault));
+  absl::StatusOr<Tensor> arena =
+      AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
+  if (!arena.ok()) return arena.status();
+  device_indices_ = *arena;
+  return absl::OkStatus();
+}
+
+CudaBackend::~CudaBackend() {
+  (void)ctx_->Synchronize();
+  DropGraph();
+  tape_tensors_.clear();
+  if (pinned_indices_ != nullptr) cudaFreeHost(pinned_indices_);
+  if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
+}
+
+std::string CudaBackend::name() const {
+  return absl::StrCat("cuda (", ctx_->info().DebugString(),
+                      options_.cuda_graphs ? ", CUDA graphs" : "", ")");
+}
+
+void CudaBackend::Check(const absl::Status& status, const char* op) {
+  DS_CHECK(status.ok()) << "CudaBackend::" << op << ": " << status;
+}
+
+void CudaBackend::DropGraph() {
+  if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
+  if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  graph_exec_ = nullptr;
+  graph_ = nullptr;
+  tape_ops_.clear();
+  tape_tensors_.clear();
+}
+
+absl::StatusOr<ModelWeights> CudaBackend::UploadWeights(
+    const ModelWeights& host) {
+  return cuda::UploadWeights(*ctx_, host);
+}
+
+Tensor CudaBackend::Allocate(DType dtype, Shape shape) {
+  if (mode_ == Mode::kReplay && !mismatch_) {
+    if (tensor_index_ < tape_tensors_.size() &&
+        tape_tensors_[tensor_index_].dtype() == dtype &&
+        tape_tensors_[tensor_index_].shape() == shape) {
+      return tape_tensors_[tensor_index_++];
+    }
+    mismatch_ = true;
+  }
+  absl::StatusOr<Tensor> t = pool_->Allocate(dtype, std::move(shape));
+  Check(t.status(), "Allocate");
+  if (mode_ == Mode::kCapture) tape_tensors_.push_back(*t);
+  return *t;
+}
+
+void CudaBackend::BeginStep(int64_t rows) {
+  // Staged indices of the previous step may still be read by queued work.
+  Check(ctx_->Synchronize(), "BeginStep");
+  in_step_ = true;
+  mismatch_ = false;
+  op_index_ = 0;
+  tensor_index_ = 0;
+  arena_used_ = 0;
+  staged_.clear();
+  pinned_out_used_ = 0;
+  pending_.clear();
+  const bool graphable = options_.cuda_graphs && rows == 1;
+  if (force_eager_ || !graphable) {
+    mode_ = Mode::kEager;
+  } else if (graph_exec_ != nullptr && WorkspaceAddress() == graph_workspace_) {
+    mode_ = Mode::kReplay;
+  } else if (decode_warm_) {
+    mode_ = Mode::kCapture;
+    DropGraph();
+    // GEMV split-K partials live in the context's workspace: a later growth
+    // would move it under the graph, so replays check it is still in place.
+    graph_workspace_ = WorkspaceAddress();
+    const cudaError_t e =
+        cudaStreamBeginCapture(ctx_->stream(), cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      options_.cuda_graphs = false;
+      mode_ = Mode::kEager;
+    }
+  } else {
+    mode_ = Mode::kEager;
+  }
+  force_eager_ = false;
+  step_rows_ = rows;
+}
+
+void* CudaBackend::WorkspaceAddress() {
+  absl::StatusOr<void*> w = ctx_->Workspace(1);
+  Check(w.status(), "Workspace");
+  return *w;
+}
+
+absl::Status CudaBackend::FinishCopies() {
+  if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
+  for (const PendingCopy& p : pending_) {
+    std::memcpy(p.host.raw_data(),
+                static_cast<const char*>(pinned_out_) + p.offset,
+                p.host.bytes());
+  }
+  pending_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
+  in_step_ = false;
+  const Mode mode = mode_;
+  mode_ = Mode::kEager;
+  switch (mode) {
+    case Mode::kEager:
+      ++stats_.eager_steps;
+      if (step_rows_ == 1) decode_warm_ = true;
+      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      return StepOutcome::kDone;
+    case Mode::kCapture: {
+      cudaGraph_t graph = nullptr;
+      const cudaError_t e = cudaStreamEndCapture(ctx_->stream(), &graph);
+      if (e != cudaSuccess || mismatch_ || graph == nullptr) {
+        (void)cudaGetLastError();
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        // Something in the step cannot be captured: stop trying.
+        if (e != cudaSuccess) options_.cuda_graphs = false;
+        tape_ops_.clear();
+        tape_tensors_.clear();
+        force_eager_ = true;
+        ++stats_.reruns;
+        return StepOutcome::kRerun;
+      }
+      graph_ = graph;
+      DS_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+      DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
+      ++stats_.captures;
+      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      return StepOutcome::kDone;
+    }
+    case Mode::kReplay:
+      if (mismatch_ || op_index_ != tape_ops_.size() ||
+          tensor_index_ != tape_tensors_.size()) {
+        DropGraph();
+        force_eager_ = true;
+        ++stats_.reruns;
+        return StepOutcome::kRerun;
+      }
+      DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
+      ++stats_.replays;
+      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      return StepOutcome::kDone;
+  }
+  return StepOutcome::kDone;
+}
+
+bool CudaBackend::Op(uint64_t signature) {
+  switch (mode_) {
+    case Mode::kEager:
+      return true;
+    case Mode::kCapture:
+      tape_ops_.push_back(signature);
+      return !mismatch_;  // A doomed capture launches nothing more.
+    case Mode::kReplay:
+      if (op_index_ >= tape_ops_.size() || tape_ops_[op_index_] != signature) {
+        mismatch_ = true;
+      }
+      ++op_index_;
+      return false;
+  }
+  return false;
+}
+
+const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
+                                         uint64_t* signature) {
+  int32_t* device_base = device_indices_.data<int32_t>();
+  const size_t n = values.size();
+  for (const Staged& s : staged_) {
+    if (s.host == values.data() && s.count == n &&
+        std::memcmp(pinned_indices_ + s.offset, values.data(),
+                    n * sizeof(int32_t)) == 0) {
+      *signature = Mix(Mix(*signature, s.offset), n);
+      return device_base + s.offset;
+    }
+  }
+  const int64_t need =
+      (static_cast<int64_t>(n) + kIndexAlignInts - 1) / kIndexAlignInts *
+      kIndexAlignInts;
+  if (need > kIndexArenaInts || arena_used_ + need > kIndexArenaInts) {
+    DS_CHECK(need <= kIndexArenaInts)
+        << "CudaBackend: " << n << " indices exceed the staging arena";
+    if (mode_ != Mode::kEager) {
+      mismatch_ = true;
+      return device_base;
+    }
+    Check(ctx_->Synchronize(), "StageIndices");
+    arena_used_ = 0;
+    staged_.clear();
+  }
+  const int64_t offset = arena_used_;
+  arena_used_ += need;
+  std::memcpy(pinned_indices_ + offset, values.data(), n * sizeof(int32_t));
+  if (mode_ != Mode::kReplay && n > 0) {
+    Check(CudaErrorToStatus(
+              cudaMemcpyAsync(device_base + offset, pinned_indices_ + offset,
+                              n * sizeof(int32_t), cudaMemcpyHostToDevice,
+                              ctx_->stream()),
+              "staging indices"),
+          "StageIndices");
+  }
+  staged_.push_back({values.data(), n, offset});
+  *signature = Mix(Mix(Mix(*signature, offset), n), 0x5eed);
+  return device_base + offset;
+}
+
+Tensor CudaBackend::StagedTensor(absl::Span<const int32_t> values,
+                                 uint64_t* signature) {
+  const int32_t* p = StageIndices(values, signature);
+  const int64_t offset = p - device_indices_.data<int32_t>();
+  return device_indices_.Rows(offset,
+                              offset + static_cast<int64_t>(values.size()));
+}
+
+const Tensor& CudaBackend::RopeFrequencies(const RopeTable& rope) {
+  for (const auto& [freq, tensor] : rope_tables_) {
+    if (freq == rope.inv_freq) return tensor;
+  }
+  if (mode_ != Mode::kEager) {
+    // The upload is a synchronous copy, which a capture cannot contain; the
+    // step reruns eagerly and uploads it then.
+    mismatch_ = true;
+    return device_indices_;
+  }
+  absl::StatusOr<Tensor> t = UploadRopeInvFreq(*ctx_, rope);
+  Check(t.status(), "ApplyRope");
+  rope_tables_.emplace_back(rope.inv_freq, *t);
+  return rope_tables_.back().second;
+}
+
+void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
+                        Tensor* out) {
+  uint64_t sig = MixTensor(MixTensor(kOpEmbed, table), *out);
+  const int32_t* d_ids = StageIndices(ids, &sig);
+  if (!Op(sig)) return;
+  Check(EmbedRows(*ctx_, table, d_ids, out), "Embed");
+}
+
+void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                         Tensor* y) {
+  uint64_t sig = MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w),
+                                     bias),
+                           *y);
+  if (!Op(sig)) return;
+  Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y), "Linear");
+}
+
+void CudaBackend::LayerNorm(const Tensor& x, const Tensor& weight,
+                            const Tensor& bias, double eps, Tensor* y) {
+  uint64_t sig = MixDouble(
+      MixTensor(MixTensor(MixTensor(MixTensor(kOpLayerNorm, x), weight), bias),
+                *y),
+      eps);
+  if (!Op(sig)) return;
+  Check(cuda::LayerNorm(*ctx_, x, weight, bias, eps, y), "LayerNorm");
+}
+
+void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, double eps,
+                          Tensor* y) {
+  uint64_t sig = MixDouble(
+      MixTensor(MixTensor(MixTensor(kOpRmsNorm, x), weight), *y), eps);
+  if (!Op(sig)) return;
+  Check(cuda::RmsNorm(*ctx_, x, weight, eps, y), "RmsNorm");
+}
+
+void CudaBackend::AddInPlace(const Tensor& x, Tensor* y) {
+  if (!Op(MixTensor(MixTensor(kOpAdd, x), *y))) return;
+  Check(cuda::AddInPlace(*ctx_, x, y), "AddInPlace");
+}
+
+void CudaBackend::Activate(Activation activation, Tensor* x) {
+  if (!Op(Mix(MixTensor(kOpActivate, *x), static_cast<uint64_t>(activation)))) {
+    return;
+  }
+  Check(cuda::Activate(*ctx_, activation, x), "Activate");
+}
+
+void CudaBackend::GatedActivate(Activation activation, const Tensor& gate,
+                                Tensor* up) {
+  if (!Op(Mix(MixTensor(MixTensor(kOpGated, gate), *up),
+              static_cast<uint64_t>(activation)))) {
+    return;
+  }
+  Check(cuda::GatedActivate(*ctx_, activation, gate, up), "GatedActivate");
+}
+
+void CudaBackend::ApplyRope(const RopeTable& rope,
+                            absl::Span<const int32_t> positions,
+                            int64_t heads, Tensor* x) {
+  const Tensor& freq = RopeFrequencies(rope);
+  uint64_t sig = Mix(MixTensor(MixTensor(kOpRope, freq), *x),
+                     static_cast<uint64_t>(heads));
+  const Tensor pos = StagedTensor(positions, &sig);
+  if (!Op(sig)) return;
+  Check(cuda::ApplyRope(*ctx_, freq, pos, heads, x), "ApplyRope");
+}
+
+void CudaBackend::WriteRows(const Tensor& rows,
+                            absl::Span<const int32_t> positions,
+                            Tensor* cache) {
+  uint64_t sig = MixTensor(MixTensor(kOpWriteRows, rows), *cache);
+  const int32_t* pos = StageIndices(positions, &sig);
+  if (!Op(sig)) return;
+  Check(WriteCacheRows(*ctx_, rows, pos, cache), "WriteRows");
+}
+
+void CudaBackend::Attention(const AttentionArgs& args) {
+  const int64_t n = args.q->dim(0);
+  uint64_t sig = MixTensor(
+      MixTensor(MixTensor(MixTensor(kOpAttention, *args.q), *args.k_cache),
+                *args.v_cache),
+      *args.out);
+  sig = Mix(Mix(Mix(sig, args.num_heads), args.num_kv_heads), args.head_dim);
+  sig = MixDouble(sig, args.scale);
+  DeviceAttentionArgs d;
+  d.q = args.q;
+  d.k_cache = args.k_cache;
+  d.v_cache = args.v_cache;
+  d.positions = StageIndices(args.query_positions, &sig);
+  d.num_heads = args.num_heads;
+  d.num_kv_heads = args.num_kv_heads;
+  d.head_dim = args.head_dim;
+  d.scale = args.scale;
+  d.out = args.out;
+  if (n <= 8) {
+    // Split-K decode; the grid depends only on the cache capacity, so the
+    // captured graph stays valid as the sequence grows.
+    Tensor scratch =
+        Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
+    sig = MixTensor(sig, scratch);
+    if (!Op(sig)) return;
+    Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "Attention");
+    return;
+  }
+  if (!Op(Mix(sig, args.num_keys))) return;
+  Check(PrefillAttention(*ctx_, d, args.num_keys), "Attention");
+}
+
+void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
+                            Tensor* x) {
+  if (keep.all) return;
+  uint64_t sig = Mix(Mix(MixTensor(kOpMask, *x), unit_width), keep.per_row);
+  const int32_t* ids = StageIndices(keep.indices, &sig);
+  const int64_t units = unit_width > 0 ? x->dim(1) / unit_width : 0;
+  Tensor flags =
+      Allocate(DType::kI32, {std::max<int64_t>(1, (x->dim(0) * units + 3) / 4)});
+  sig = MixTensor(sig, flags);
+  if (!Op(sig)) return;
+  Check(MaskUnitsDevice(*ctx_, ids, keep.per_row, unit_width,
+                        flags.data<uint8_t>(), x),
+        "MaskUnits");
+}
+
+Tensor CudaBackend::ToHost(const Tensor& x) {
+  if (x.device() == Device::kCpu) return x;
+  if (!in_step_ || x.dtype() != DType::kF32) {
+    if (mode_ != Mode::kEager) {
+      mismatch_ = true;
+      return Tensor::Zeros(DType::kF32, x.shape());
+    }
+    absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);
+    Check(host.status(), "ToHost");
+    return host->dtype() == DType::kF32 ? *host
+                                        : host->ConvertTo(DType::kF32);
+  }
+  const size_t bytes = x.bytes();
+  const size_t offset = (pinned_out_used_ + 255) / 256 * 256;
+  if (offset + bytes > pinned_out_bytes_) {
+    if (mode_ != Mode::kEager || !pending_.empty()) {
+      // Growing would move a buffer a pending copy or the graph refers to.
+      if (mode_ != Mode::kEager) {
+        mismatch_ = true;
+        return Tensor::Zeros(DType::kF32, x.shape());
+      }
+      Check(FinishCopies(), "ToHost");
+    }
+    Check(ctx_->Synchronize(), "ToHost");
+    if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
+    pinned_out_ = nullptr;
+    pinned_out_bytes_ = std::max<size_t>(bytes * 2, size_t{1} << 20);
+    Check(CudaErrorToStatus(cudaHostAlloc(&pinned_out_, pinned_out_bytes_,
+                                          cudaHostAllocDefault),
+                            "pinned logits buffer"),
+          "ToHost");
+    return ToHost(x);
+  }
+  pinned_out_used_ = offset + bytes;
+  Tensor host = Tensor::Zeros(DType::kF32, x.shape());
+  pending_.push_back({host, static_cast<int64_t>(offset)});
+  uint64_t sig = Mix(MixTensor(kOpToHost, x), offset);
+  if (Op(sig)) {
+    Check(CudaErrorToStatus(
+              cudaMemcpyAsync(static_cast<char*>(pinned_out_) + offset,
+                              x.raw_data(), bytes, cudaMemcpyDeviceToHost,
+                              ctx_->stream()),
+              "logits download"),
+          "ToHost");
+  }
+  return host;
+}
+
+}  // namespace dynsparse::cuda

@@ -1,0 +1,157 @@
+// CudaBackend: the Backend interface on one NVIDIA GPU.
+//
+// Weights live on the device in f16/bf16 (or f32) and activations and the KV
+// cache in f32 device memory (kernels accumulate in f32). Linear layers run
+// our GEMV for a few rows and cuBLAS for many (linear.h), attention runs the
+// flash-style prefill and the split-K decode kernels (attention.h).
+//
+// Host spans (token ids, positions, unit selections) are staged in pinned
+// memory and copied to a device arena, once per distinct span per step, so
+// every kernel reads its indices from device memory.
+//
+// CUDA graphs: a single-token step (decode) is run eagerly once, captured on
+// the next such step, and replayed after that. During a replay the ops only
+// check that they match the captured sequence (op kind, operand addresses,
+// shapes), refresh the staged indices in pinned memory and hand back the
+// captured activation buffers; EndStep launches the graph. When anything
+// differs (another session's KV cache, a method that masks units) the step is
+// reported as StepOutcome::kRerun, Session runs it again eagerly, and the
+// graph is captured anew.
+#ifndef DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
+#define DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/graph/backend.h"
+#include "core/model_weights.h"
+#include "kernels/cuda/device_context.h"
+#include "kernels/cuda/device_pool.h"
+
+namespace dynsparse::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;
+  bool cuda_graphs = true;  // Capture and replay single-token steps.
+};
+
+struct CudaGraphStats {
+  int64_t eager_steps = 0;
+  int64_t captures = 0;
+  int64_t replays = 0;
+  int64_t reruns = 0;  // Replays or captures that had to run again eagerly.
+};
+
+class CudaBackend : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
+      const CudaBackendOptions& options = {});
+  ~CudaBackend() override;
+
+  DeviceContext& context() { return *ctx_; }
+  DevicePool& pool() { return *pool_; }
+  const CudaGraphStats& graph_stats() const { return stats_; }
+  // Forgets the captured graph (the next decode step runs eagerly again).
+  void DropGraph();
+
+  // Device copies of host weights (kept dtypes, tied tensors stay tied).
+  absl::StatusOr<ModelWeights> UploadWeights(const ModelWeights& host);
+
+  Device device() const override { return Device::kCuda; }
+  std::string name() const override;
+  Tensor Allocate(DType dtype, Shape shape) override;
+  void BeginStep(int64_t rows) override;
+  absl::StatusOr<StepOutcome> EndStep() override;
+  void Embed(const Tensor& table, absl::Span<const int32_t> ids,
+             Tensor* out) override;
+  void Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
+              Tensor* y) override;
+  void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 double eps, Tensor* y) override;
+  void RmsNorm(const Tensor& x, const Tensor& weight, double eps,
+               Tensor* y) override;
+  void AddInPlace(const Tensor& x, Tensor* y) override;
+  void Activate(Activation activation, Tensor* x) override;
+  void GatedActivate(Activation activation, const Tensor& gate,
+                     Tensor* up) override;
+  void ApplyRope(const RopeTable& rope, absl::Span<const int32_t> positions,
+                 int64_t heads, Tensor* x) override;
+  void WriteRows(const Tensor& rows, absl::Span<const int32_t> positions,
+                 Tensor* cache) override;
+  void Attention(const AttentionArgs& args) override;
+  void MaskUnits(const UnitSelection& keep, int64_t unit_width,
+                 Tensor* x) override;
+  Tensor ToHost(const Tensor& x) override;
+
+ private:
+  enum class Mode { kEager, kCapture, kReplay };
+  struct Staged {
+    const int32_t* host = nullptr;
+    size_t count = 0;
+    int64_t offset = 0;  // In ints, into the pinned and device arenas.
+  };
+  struct PendingCopy {
+    Tensor host;
+    int64_t offset = 0;  // Bytes into the pinned output buffer.
+  };
+
+  CudaBackend(std::unique_ptr<DeviceContext> ctx,
+              const CudaBackendOptions& options);
+  absl::Status Init();
+
+  // True when the op must be launched now (eager or capture); records or
+  // checks the op's signature in graph modes.
+  bool Op(uint64_t signature);
+  // Device copy of a host index span for this step (see the header comment).
+  const int32_t* StageIndices(absl::Span<const int32_t> values,
+                              uint64_t* signature);
+  Tensor StagedTensor(absl::Span<const int32_t> values, uint64_t* signature);
+  const Tensor& RopeFrequencies(const RopeTable& rope);
+  // Aborts with the status: a failed kernel launch is a programmer error or
+  // a device fault, neither of which Session can recover from.
+  void Check(const absl::Status& status, const char* op);
+  absl::Status FinishCopies();
+  void* WorkspaceAddress();
+
+  std::unique_ptr<DeviceContext> ctx_;
+  std::unique_ptr<DevicePool> pool_;
+  CudaBackendOptions options_;
+
+  // Index staging.
+  int32_t* pinned_indices_ = nullptr;
+  Tensor device_indices_;  // i32 [kIndexArenaInts]
+  int64_t arena_used_ = 0;
+  std::vector<Staged> staged_;
+
+  // Logits staging for ToHost inside a step.
+  void* pinned_out_ = nullptr;
+  size_t pinned_out_bytes_ = 0;
+  size_t pinned_out_used_ = 0;
+  std::vector<PendingCopy> pending_;
+
+  std::vector<std::pair<std::vector<double>, Tensor>> rope_tables_;
+
+  // Step and graph state.
+  bool in_step_ = false;
+  Mode mode_ = Mode::kEager;
+  bool decode_warm_ = false;  // An eager single-token step has completed.
+  bool force_eager_ = false;  // The next step reruns a failed replay.
+  bool mismatch_ = false;
+  std::vector<uint64_t> tape_ops_;
+  std::vector<Tensor> tape_tensors_;
+  int64_t step_rows_ = 0;
+  size_t op_index_ = 0;
+  size_t tensor_index_ = 0;
+  void* graph_workspace_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  CudaGraphStats stats_;
+};
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,61 @@
+#include "kernels/cuda/linear.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/activation.h"
+#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/graph_ops.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+cudaDataType_t CudaType(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+}  // namespace
+
+absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
+                    const Tensor& w, const Tensor& bias, Tensor* y) {
+  if (x.rank() != 2 || w.rank() != 2 || y->rank() != 2 ||
+      x.dim(1) != w.dim(1) || y->dim(0) != x.dim(0) ||
+      y->dim(1) != w.dim(0) || x.dtype() != DType::kF32 ||
+      y->dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("linear: x ", x.DebugString(), " w ", w.DebugString(),
+                     " y ", y->DebugString()));
+  }
+  const int64_t n = x.dim(0);
+  if (n == 0) return absl::OkStatus();
+  if (n <= kGemvMaxBatch) return Gemv(ctx, x, w, bias, y);
+
+  const int64_t out = w.dim(0);
+  const int64_t in = w.dim(1);
+  Tensor a = x;
+  if (w.dtype() != DType::kF32) {
+    absl::StatusOr<Tensor> rounded = pool.Allocate(w.dtype(), x.shape());
+    if (!rounded.ok()) return rounded.status();
+    if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;
+    a = *rounded;
+  }
+  // Row-major y[n, out] is column-major y^T[out, n] = w (as [in, out]
+  // column-major, transposed) times x^T ([in, n] column-major).
+  const float alpha = 1.0f, beta = 0.0f;
+  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
+      ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
+      static_cast<int>(n), static_cast<int>(in), &alpha, w.raw_data(),
+      CudaType(w.dtype()), static_cast<int>(in), a.raw_data(),
+      CudaType(a.dtype()), static_cast<int>(in), &beta, y->raw_data(),
+      CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+  if (!bias.empty()) return AddBias(ctx, bias, y);
+  return absl::OkStatus();
+}
+
+}  // namespace dynsparse::cuda

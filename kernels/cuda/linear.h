@@ -1,0 +1,25 @@
+// Linear layers on CUDA: y = x * w^T (+ bias) with f32 activations.
+//
+// A few rows (decode, batch <= 8) go to our GEMV, which streams the weights
+// once and keeps x in f32. More rows (prefill) go to cuBLAS: x is rounded to
+// w's dtype (f16/bf16, as an f16 model's activations are) and the product is
+// accumulated and written in f32 by a tensor-core GEMM; f32 weights use an
+// f32 GEMM (no TF32).
+#ifndef DYNSPARSE_KERNELS_CUDA_LINEAR_H_
+#define DYNSPARSE_KERNELS_CUDA_LINEAR_H_
+
+#include "absl/status/status.h"
+#include "core/tensor.h"
+#include "kernels/cuda/device_context.h"
+#include "kernels/cuda/device_pool.h"
+
+namespace dynsparse::cuda {
+
+// x [n, in] f32, w [out, in] f32/f16/bf16, bias empty or [out], y [n, out]
+// f32 (not aliasing x). `pool` supplies the rounded copy of x for cuBLAS.
+absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
+                    const Tensor& w, const Tensor& bias, Tensor* y);
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_LINEAR_H_
