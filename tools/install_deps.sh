@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libabsl-dev libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libbz2-dev  # HellaSwag's .txt.bz2 (datasets/tasks)
 )
 missing=()
 for p in "${packages[@]}"; do

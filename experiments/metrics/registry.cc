@@ -5,12 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "experiments/metrics/perplexity_metric.h"
+#include "experiments/metrics/zeroshot.h"
 
 namespace dynsparse {
 
 const std::vector<MetricInfo>& MetricRegistry() {
   static const auto* const kMetrics = new std::vector<MetricInfo>{
       PerplexityMetricInfo(),
+      ZeroshotMetricInfo(),
   };
   return *kMetrics;
 }
