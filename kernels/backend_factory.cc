@@ -38,9 +38,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
   absl::StatusOr<std::unique_ptr<cuda::CudaBackend>> backend =
       cuda::CudaBackend::Create(options);
   if (!backend.ok()) {
-    return absl::Status(backend.status().code(),
-                        absl::StrCat("--device cuda: ",
-                                     backend.status().message()));
+    return absl::Status(
+        backend.status().code(),
+        absl::StrCat("--device cuda: ", backend.status().message()));
   }
   if (weights != nullptr) {
     absl::StatusOr<ModelWeights> device = (*backend)->UploadWeights(*weights);

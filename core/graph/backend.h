@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/graph/rope.h"
 #include "core/graph/unit_selection.h"
@@ -34,14 +35,30 @@ struct AttentionArgs {
   Tensor* out = nullptr;  // [n, num_heads * head_dim]
 };
 
+// What a backend says at the end of one Session::Forward step.
+enum class StepOutcome {
+  kDone,   // Outputs (including ToHost results) are valid.
+  kRerun,  // Nothing ran (e.g. a CUDA graph replay did not match the ops):
+           // run the same step again; the backend runs it eagerly.
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
-  // Activation storage on this backend's device (zero-filled).
+  // Activation storage on this backend's device. Contents are unspecified
+  // (CpuBackend zero-fills; CudaBackend recycles): every op writes its whole
+  // output.
   virtual Tensor Allocate(DType dtype, Shape shape) = 0;
+
+  // Bracket the ops of one Session::Forward of `rows` new tokens. Between
+  // them a backend may defer work (CudaBackend captures single-token steps
+  // into a CUDA graph and replays it), so host tensors returned by ToHost
+  // hold their values only after EndStep returns kDone.
+  virtual void BeginStep(int64_t rows) {}
+  virtual absl::StatusOr<StepOutcome> EndStep() { return StepOutcome::kDone; }
 
   // out[i, :] = table[ids[i], :]  (out is f32 [n, width]).
   virtual void Embed(const Tensor& table, absl::Span<const int32_t> ids,

@@ -76,6 +76,30 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
   const Phase phase =
       (length() == 0 || n > 1) ? Phase::kPrefill : Phase::kDecode;
 
+  // A backend that deferred the step (CUDA graph replay) may ask for it to
+  // be run again; the second attempt runs eagerly.
+  for (int attempt = 0;; ++attempt) {
+    backend_.BeginStep(n);
+    absl::StatusOr<Tensor> logits =
+        RunStep(tokens, positions, phase, first_logit_row);
+    absl::StatusOr<StepOutcome> outcome = backend_.EndStep();
+    if (!logits.ok()) return logits.status();
+    if (!outcome.ok()) return outcome.status();
+    if (*outcome == StepOutcome::kDone) {
+      cache_.set_length(length() + n);
+      return logits;
+    }
+    if (attempt > 0) {
+      return absl::InternalError(
+          absl::StrCat(backend_.name(), " asked to rerun a step twice"));
+    }
+  }
+}
+
+absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
+                                        absl::Span<const int32_t> positions,
+                                        Phase phase, int64_t first_logit_row) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor x = Embed(tokens, positions);
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     TokenSelection keep;
@@ -86,7 +110,6 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
     }
     RunLayer(layer, phase, positions, &x);
   }
-  cache_.set_length(length() + n);
 
   Tensor rows = x.Rows(first_logit_row, n);
   const int64_t out_rows = n - first_logit_row;

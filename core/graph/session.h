@@ -42,6 +42,11 @@ class Session {
 
  private:
   absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
+  // The ops of one Forward (between the backend's BeginStep and EndStep);
+  // does not advance the cache length.
+  absl::StatusOr<Tensor> RunStep(absl::Span<const int32_t> tokens,
+                                 absl::Span<const int32_t> positions,
+                                 Phase phase, int64_t first_logit_row);
   Tensor Embed(absl::Span<const int32_t> tokens,
                absl::Span<const int32_t> positions);
   void RunLayer(int64_t layer, Phase phase, absl::Span<const int32_t> positions,

@@ -8,13 +8,12 @@
 // j, j+32, ... so V reads are conflict-free and P reads are broadcasts.
 // Decode: lane j owns head dimensions j, j+32, ...; each warp takes 8 keys of
 // the block's 64-key chunk with all their loads issued before any reduction.
-#include "kernels/cuda/attention.h"
-
 #include <algorithm>
 #include <cmath>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_utils.cuh"
 
 namespace dynsparse::cuda {
@@ -257,10 +256,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
       const int d = lane + 32 * c;
-      kv[j][c] = (key0 + j < limit && d < a.head_dim)
-                     ? a.k[static_cast<int64_t>(key0 + j) * a.kv_stride +
-                           col0 + d]
-                     : 0.f;
+      kv[j][c] =
+          (key0 + j < limit && d < a.head_dim)
+              ? a.k[static_cast<int64_t>(key0 + j) * a.kv_stride + col0 + d]
+              : 0.f;
     }
   }
   float s[kKeysPerWarp];
@@ -279,10 +278,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
       const int d = lane + 32 * c;
-      kv[j][c] = (key0 + j < limit && d < a.head_dim)
-                     ? a.v[static_cast<int64_t>(key0 + j) * a.kv_stride +
-                           col0 + d]
-                     : 0.f;
+      kv[j][c] =
+          (key0 + j < limit && d < a.head_dim)
+              ? a.v[static_cast<int64_t>(key0 + j) * a.kv_stride + col0 + d]
+              : 0.f;
     }
   }
   float l = 0.f;
@@ -355,9 +354,8 @@ __global__ void DecodeCombineKernel(const KernelArgs a) {
 }
 
 absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
-  if (args.q == nullptr || args.k_cache == nullptr ||
-      args.v_cache == nullptr || args.out == nullptr ||
-      args.positions == nullptr) {
+  if (args.q == nullptr || args.k_cache == nullptr || args.v_cache == nullptr ||
+      args.out == nullptr || args.positions == nullptr) {
     return absl::InvalidArgumentError("attention: missing argument");
   }
   for (const Tensor* t : {args.q, args.k_cache, args.v_cache,
@@ -373,9 +371,9 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   if (args.head_dim <= 0 || args.head_dim > kMaxAttentionHeadDim ||
       args.num_heads <= 0 || args.num_kv_heads <= 0 ||
       args.num_heads % args.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attention: unsupported heads ", args.num_heads, "/",
-        args.num_kv_heads, " x head_dim ", args.head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention: unsupported heads ", args.num_heads, "/",
+                     args.num_kv_heads, " x head_dim ", args.head_dim));
   }
   const int64_t n = args.q->dim(0);
   const int64_t q_width = args.num_heads * args.head_dim;
@@ -386,8 +384,8 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attention: shapes q ", args.q->DebugString(), " k ",
         args.k_cache->DebugString(), " v ", args.v_cache->DebugString(),
-        " out ", args.out->DebugString(), " do not match ", args.num_heads,
-        "/", args.num_kv_heads, " heads of ", args.head_dim));
+        " out ", args.out->DebugString(), " do not match ", args.num_heads, "/",
+        args.num_kv_heads, " heads of ", args.head_dim));
   }
   a->q = args.q->data<float>();
   a->k = args.k_cache->data<float>();
@@ -402,11 +400,11 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->q_stride = q_width;
   a->kv_stride = kv_width;
   a->max_keys = static_cast<int>(args.k_cache->dim(0));
-  a->chunks = static_cast<int>(
-      CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
+  a->chunks =
+      static_cast<int>(CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
   a->scale = args.scale;
-  a->vec4 = args.head_dim % 4 == 0 && IsAligned(a->k, 16) &&
-            IsAligned(a->v, 16);
+  a->vec4 =
+      args.head_dim % 4 == 0 && IsAligned(a->k, 16) && IsAligned(a->v, 16);
   return absl::OkStatus();
 }
 
@@ -423,9 +421,9 @@ absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
-    attr_error = cudaFuncSetAttribute(PrefillAttentionKernel<D>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      kSmem);
+    attr_error = cudaFuncSetAttribute(
+        PrefillAttentionKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),

@@ -259,9 +259,8 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
       return device_base + s.offset;
     }
   }
-  const int64_t need =
-      (static_cast<int64_t>(n) + kIndexAlignInts - 1) / kIndexAlignInts *
-      kIndexAlignInts;
+  const int64_t need = (static_cast<int64_t>(n) + kIndexAlignInts - 1) /
+                       kIndexAlignInts * kIndexAlignInts;
   if (need > kIndexArenaInts || arena_used_ + need > kIndexArenaInts) {
     DS_CHECK(need <= kIndexArenaInts)
         << "CudaBackend: " << n << " indices exceed the staging arena";
@@ -323,9 +322,8 @@ void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
 
 void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
                          Tensor* y) {
-  uint64_t sig = MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w),
-                                     bias),
-                           *y);
+  uint64_t sig =
+      MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w), bias), *y);
   if (!Op(sig)) return;
   Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y), "Linear");
 }
@@ -370,8 +368,8 @@ void CudaBackend::GatedActivate(Activation activation, const Tensor& gate,
 }
 
 void CudaBackend::ApplyRope(const RopeTable& rope,
-                            absl::Span<const int32_t> positions,
-                            int64_t heads, Tensor* x) {
+                            absl::Span<const int32_t> positions, int64_t heads,
+                            Tensor* x) {
   const Tensor& freq = RopeFrequencies(rope);
   uint64_t sig = Mix(MixTensor(MixTensor(kOpRope, freq), *x),
                      static_cast<uint64_t>(heads));
@@ -410,8 +408,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   if (n <= 8) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.
-    Tensor scratch =
-        Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
+    Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
     sig = MixTensor(sig, scratch);
     if (!Op(sig)) return;
     Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "Attention");
@@ -427,8 +424,8 @@ void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
   uint64_t sig = Mix(Mix(MixTensor(kOpMask, *x), unit_width), keep.per_row);
   const int32_t* ids = StageIndices(keep.indices, &sig);
   const int64_t units = unit_width > 0 ? x->dim(1) / unit_width : 0;
-  Tensor flags =
-      Allocate(DType::kI32, {std::max<int64_t>(1, (x->dim(0) * units + 3) / 4)});
+  Tensor flags = Allocate(DType::kI32,
+                          {std::max<int64_t>(1, (x->dim(0) * units + 3) / 4)});
   sig = MixTensor(sig, flags);
   if (!Op(sig)) return;
   Check(MaskUnitsDevice(*ctx_, ids, keep.per_row, unit_width,
@@ -445,8 +442,7 @@ Tensor CudaBackend::ToHost(const Tensor& x) {
     }
     absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);
     Check(host.status(), "ToHost");
-    return host->dtype() == DType::kF32 ? *host
-                                        : host->ConvertTo(DType::kF32);
+    return host->dtype() == DType::kF32 ? *host : host->ConvertTo(DType::kF32);
   }
   const size_t bytes = x.bytes();
   const size_t offset = (pinned_out_used_ + 255) / 256 * 256;

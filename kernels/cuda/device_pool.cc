@@ -55,9 +55,10 @@ absl::StatusOr<Tensor> DevicePool::Allocate(DType dtype, Shape shape) {
     if (error != cudaSuccess) {
       (void)cudaGetLastError();
       return CudaErrorToStatus(
-          error, absl::StrCat("device pool: cudaMalloc of ", size, " bytes for ",
-                              DTypeName(dtype), ShapeToString(shape),
-                              " (live ", live_bytes() >> 20, " MiB)"));
+          error,
+          absl::StrCat("device pool: cudaMalloc of ", size, " bytes for ",
+                       DTypeName(dtype), ShapeToString(shape), " (live ",
+                       live_bytes() >> 20, " MiB)"));
     }
   }
   {

@@ -1,5 +1,3 @@
-#include "kernels/cuda/device_weights.h"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -9,22 +7,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/device_weights.h"
 
 namespace dynsparse::cuda {
 namespace {
 
 // Every tensor slot of a ModelWeights, in a fixed order.
 void ForEachSlot(ModelWeights& w, const std::function<void(Tensor&)>& fn) {
-  for (Tensor* t : {&w.tok_embed, &w.pos_embed, &w.project_in,
-                    &w.project_out, &w.final_norm_w, &w.final_norm_b,
-                    &w.lm_head}) {
+  for (Tensor* t : {&w.tok_embed, &w.pos_embed, &w.project_in, &w.project_out,
+                    &w.final_norm_w, &w.final_norm_b, &w.lm_head}) {
     fn(*t);
   }
   for (LayerWeights& l : w.layers) {
     for (Tensor* t :
          {&l.attn_norm_w, &l.attn_norm_b, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq,
-          &l.bk, &l.bv, &l.bo, &l.mlp_norm_w, &l.mlp_norm_b, &l.w_up,
-          &l.w_gate, &l.w_down, &l.b_up, &l.b_gate, &l.b_down}) {
+          &l.bk, &l.bv, &l.bo, &l.mlp_norm_w, &l.mlp_norm_b, &l.w_up, &l.w_gate,
+          &l.w_down, &l.b_up, &l.b_gate, &l.b_down}) {
       fn(*t);
     }
   }
@@ -36,10 +34,10 @@ absl::Status CheckFreeMemory(int64_t needed, const char* what) {
   // Keep room for activations, the KV cache and cuBLAS workspaces.
   const int64_t reserve = int64_t{1} << 30;
   if (needed + reserve > static_cast<int64_t>(free_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, " need ", needed >> 20, " MiB of device memory (+ ",
-        reserve >> 20, " MiB reserve) but only ", free_bytes >> 20, " of ",
-        total_bytes >> 20, " MiB are free"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " need ", needed >> 20, " MiB of device memory (+ ",
+                     reserve >> 20, " MiB reserve) but only ", free_bytes >> 20,
+                     " of ", total_bytes >> 20, " MiB are free"));
   }
   return absl::OkStatus();
 }
@@ -54,8 +52,8 @@ __device__ __forceinline__ uint64_t Mix(uint64_t z) {
 }
 
 template <typename T>
-__global__ void NormalFillKernel(T* out, int64_t n, uint64_t stream,
-                                 float mean, float stddev) {
+__global__ void NormalFillKernel(T* out, int64_t n, uint64_t stream, float mean,
+                                 float stddev) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const uint64_t bits = Mix(stream ^ Mix(static_cast<uint64_t>(i)));

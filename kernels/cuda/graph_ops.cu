@@ -1,10 +1,9 @@
-#include "kernels/cuda/graph_ops.h"
-
 #include <algorithm>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/graph_ops.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -40,8 +39,7 @@ __global__ void WriteRowsKernel(const float* rows, int64_t width,
 }
 
 __global__ void MarkKeptKernel(const int32_t* keep, int64_t rows,
-                               int64_t per_row, int64_t units,
-                               uint8_t* flags) {
+                               int64_t per_row, int64_t units, uint8_t* flags) {
   const int64_t total = rows * per_row;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -162,8 +160,9 @@ absl::Status WriteCacheRows(DeviceContext& ctx, const Tensor& rows,
   if (absl::Status s = CheckF32Matrix(rows, "cache rows"); !s.ok()) return s;
   if (absl::Status s = CheckF32Matrix(*cache, "cache"); !s.ok()) return s;
   if (rows.dim(1) != cache->dim(1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cache write: rows ", rows.DebugString(), " vs ", cache->DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat("cache write: rows ",
+                                                   rows.DebugString(), " vs ",
+                                                   cache->DebugString()));
   }
   const int64_t total = rows.numel();
   if (total == 0) return absl::OkStatus();
@@ -183,9 +182,8 @@ absl::Status MaskUnitsDevice(DeviceContext& ctx, const int32_t* keep,
   }
   const int64_t rows = x->dim(0);
   const int64_t units = x->dim(1) / unit_width;
-  DS_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(flags, 0, static_cast<size_t>(rows * units),
-                      ctx.stream()));
+  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+      flags, 0, static_cast<size_t>(rows * units), ctx.stream()));
   if (rows * per_row > 0) {
     MarkKeptKernel<<<GridFor(rows * per_row), kThreads, 0, ctx.stream()>>>(
         keep, rows, per_row, units, flags);

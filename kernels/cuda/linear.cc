@@ -24,9 +24,8 @@ cudaDataType_t CudaType(DType dtype) {
 absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
                     const Tensor& w, const Tensor& bias, Tensor* y) {
   if (x.rank() != 2 || w.rank() != 2 || y->rank() != 2 ||
-      x.dim(1) != w.dim(1) || y->dim(0) != x.dim(0) ||
-      y->dim(1) != w.dim(0) || x.dtype() != DType::kF32 ||
-      y->dtype() != DType::kF32) {
+      x.dim(1) != w.dim(1) || y->dim(0) != x.dim(0) || y->dim(1) != w.dim(0) ||
+      x.dtype() != DType::kF32 || y->dtype() != DType::kF32) {
     return absl::InvalidArgumentError(
         absl::StrCat("linear: x ", x.DebugString(), " w ", w.DebugString(),
                      " y ", y->DebugString()));

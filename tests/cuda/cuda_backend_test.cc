@@ -1,0 +1,286 @@
+// CudaBackend end to end on the fixture models (tests/fixtures/models): the
+// CUDA logits of prefill and every decode step against the CPU backend, and
+// greedy generations that must match token for token. Decode steps run
+// through CUDA graph replay after the first two, so these tests also cover
+// capture, replay, and the eager rerun when another session's cache shows up.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph/session.h"
+#include "core/io/model_loader.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/device_weights.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/test_paths.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AllUnits : public Method {
+ public:
+  std::string name() const override { return "all"; }
+  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+};
+
+// Keeps the first half of the heads and every other neuron in each row, so
+// the masked path (MaskUnits) runs on both backends.
+class HalfUnits : public Method {
+ public:
+  std::string name() const override { return "half"; }
+  absl::Status Attach(const ModelConfig& c) override {
+    config_ = c;
+    return absl::OkStatus();
+  }
+  void SelectHeads(const LayerSite&, const Tensor& x,
+                   UnitSelection* heads) override {
+    Fill(x.dim(0), config_.num_heads / 2, 1, heads);
+  }
+  void SelectNeurons(const LayerSite&, const Tensor& x,
+                     UnitSelection* neurons) override {
+    Fill(x.dim(0), config_.intermediate_size / 2, 2, neurons);
+  }
+
+ private:
+  static void Fill(int64_t rows, int64_t k, int step, UnitSelection* s) {
+    s->all = false;
+    s->per_row = k;
+    s->indices.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k; ++i) {
+        s->indices.push_back(static_cast<int32_t>(i * step));
+      }
+    }
+  }
+  ModelConfig config_;
+};
+
+std::vector<std::string> FixtureModels() {
+  std::vector<std::string> names;
+  const fs::path root = testing::FixturePath("models");
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (fs::exists(entry.path() / "config.json")) {
+      names.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+struct Comparison {
+  double max_abs = 0.0;  // Largest |cuda - cpu| over all logits.
+  double max_rel = 0.0;  // Largest per-row ||cuda - cpu|| / ||cpu||.
+};
+
+void Accumulate(const Tensor& cuda_logits, const Tensor& cpu_logits,
+                Comparison* c) {
+  const std::vector<float> a = cuda_logits.ToF32Vector();
+  const std::vector<float> b = cpu_logits.ToF32Vector();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(a[i])) << "logit " << i;
+    c->max_abs = std::max(c->max_abs, std::fabs(double{a[i]} - b[i]));
+  }
+  c->max_rel = std::max(c->max_rel, testutil::RelativeError(a, b));
+}
+
+int32_t Argmax(const Tensor& logits) {
+  const std::vector<float> v = logits.ToF32Vector();
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class CudaBackendTest : public testutil::CudaTest,
+                        public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    testutil::CudaTest::SetUp();
+    if (IsSkipped()) return;
+    ctx_.reset();  // The backend owns its own context.
+    auto backend = CudaBackend::Create();
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    cuda_ = std::move(*backend);
+  }
+
+  // Loads the fixture with `dtype` weights: host copy for the CPU backend,
+  // device copy for the CUDA backend.
+  void Load(DType dtype) {
+    LoadOptions options;
+    options.dtype = dtype;
+    auto model =
+        LoadModel(testing::FixturePath("models/" + GetParam()), options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<LoadedModel>(*std::move(model));
+    auto device = cuda_->UploadWeights(model_->weights);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_weights_ = *std::move(device);
+  }
+
+  std::vector<int32_t> Prompt(int64_t n) const {
+    std::vector<int32_t> ids(n);
+    for (int64_t i = 0; i < n; ++i) {
+      ids[i] = static_cast<int32_t>((i * 37 + 11) % model_->config.vocab_size);
+    }
+    return ids;
+  }
+
+  // Prefill a prompt then `steps` decode steps on both backends, feeding the
+  // CPU's greedy token to both so the sequences stay identical.
+  Comparison Compare(Method& method, int64_t prompt, int64_t steps) {
+    Comparison c;
+    Session cpu(model_->config, model_->weights, cpu_backend_, method,
+                prompt + steps);
+    Session gpu(model_->config, device_weights_, *cuda_, method,
+                prompt + steps);
+    const std::vector<int32_t> ids = Prompt(prompt);
+    auto a = gpu.Forward(ids, 0);
+    auto b = cpu.Forward(ids, 0);
+    EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    if (!a.ok() || !b.ok()) return c;
+    Accumulate(*a, *b, &c);
+    int32_t next = Argmax(b->Rows(prompt - 1, prompt));
+    for (int64_t s = 0; s < steps; ++s) {
+      const std::vector<int32_t> one = {next};
+      a = gpu.Forward(one, 0);
+      b = cpu.Forward(one, 0);
+      EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+      if (!a.ok() || !b.ok()) return c;
+      Accumulate(*a, *b, &c);
+      next = Argmax(*b);
+    }
+    return c;
+  }
+
+  CpuBackend cpu_backend_{2};
+  std::unique_ptr<CudaBackend> cuda_;
+  std::unique_ptr<LoadedModel> model_;
+  ModelWeights device_weights_;
+};
+
+// f32 weights: only summation order differs (cuBLAS f32 GEMM, no TF32).
+TEST_P(CudaBackendTest, F32LogitsMatchCpu) {
+  Load(DType::kF32);
+  AllUnits all;
+  const Comparison c = Compare(all, 40, 12);
+  std::cout << GetParam() << " f32: max abs " << c.max_abs << ", max rel "
+            << c.max_rel << "\n";
+  EXPECT_LT(c.max_rel, 1e-4);
+  EXPECT_GE(cuda_->graph_stats().replays, 8);
+}
+
+// f16 / bf16 weights on both sides: the CPU converts weights in registers
+// and keeps f32 activations; the CUDA prefill rounds activations to the
+// weight type for the tensor-core GEMM (relative 2^-11 / 2^-8 per element).
+TEST_P(CudaBackendTest, HalfPrecisionLogitsMatchCpu) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    Load(dtype);
+    AllUnits all;
+    const Comparison c = Compare(all, 40, 6);
+    std::cout << GetParam() << " " << DTypeName(dtype) << ": max abs "
+              << c.max_abs << ", max rel " << c.max_rel << "\n";
+    EXPECT_LT(c.max_rel, dtype == DType::kF16 ? 5e-3 : 3e-2);
+  }
+}
+
+TEST_P(CudaBackendTest, MaskedUnitsMatchCpu) {
+  Load(DType::kF32);
+  HalfUnits half;
+  ASSERT_TRUE(half.Attach(model_->config).ok());
+  const Comparison c = Compare(half, 20, 4);
+  EXPECT_LT(c.max_rel, 1e-4);
+}
+
+TEST_P(CudaBackendTest, GreedyGenerationMatchesCpuFor64Tokens) {
+  Load(DType::kF32);
+  AllUnits all;
+  const int64_t prompt = 8, steps = 64;
+  Session cpu(model_->config, model_->weights, cpu_backend_, all,
+              prompt + steps);
+  Session gpu(model_->config, device_weights_, *cuda_, all, prompt + steps);
+  std::vector<int32_t> cpu_tokens, gpu_tokens;
+  for (Session* s : {&cpu, &gpu}) {
+    std::vector<int32_t>& out = s == &cpu ? cpu_tokens : gpu_tokens;
+    auto logits = s->Forward(Prompt(prompt), prompt - 1);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    for (int64_t i = 0; i < steps; ++i) {
+      out.push_back(Argmax(*logits));
+      const std::vector<int32_t> one = {out.back()};
+      if (i + 1 < steps) {
+        logits = s->Forward(one, 0);
+        ASSERT_TRUE(logits.ok()) << logits.status();
+      }
+    }
+  }
+  EXPECT_EQ(gpu_tokens, cpu_tokens);
+}
+
+// Two sessions on one backend: each switch invalidates the captured graph
+// (another KV cache), and the rerun must still give the right logits.
+TEST_P(CudaBackendTest, AlternatingSessionsRerunCorrectly) {
+  Load(DType::kF32);
+  AllUnits all;
+  Session cpu(model_->config, model_->weights, cpu_backend_, all, 16);
+  Session g1(model_->config, device_weights_, *cuda_, all, 16);
+  Session g2(model_->config, device_weights_, *cuda_, all, 16);
+  Comparison c;
+  for (Session* s : {&cpu, &g1, &g2}) ASSERT_TRUE(s->Forward({1, 2}, 1).ok());
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<int32_t> one = {static_cast<int32_t>(3 + i)};
+    auto ref = cpu.Forward(one, 0);
+    auto a = g1.Forward(one, 0);
+    auto b = g2.Forward(one, 0);
+    ASSERT_TRUE(ref.ok() && a.ok() && b.ok());
+    Accumulate(*a, *ref, &c);
+    Accumulate(*b, *ref, &c);
+  }
+  EXPECT_LT(c.max_rel, 1e-4);
+  EXPECT_GT(cuda_->graph_stats().reruns, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaBackendTest,
+                         ::testing::ValuesIn(FixtureModels()));
+
+class DeviceRandomWeightsTest : public testutil::CudaTest {};
+
+TEST_F(DeviceRandomWeightsTest, DeterministicWithTheRequestedScale) {
+  ModelConfig c;
+  auto model = LoadModel("random:opt-125m", LoadOptions{.config_only = true});
+  ASSERT_TRUE(model.ok()) << model.status();
+  c = model->config;
+  auto a = DeviceRandomWeights(ctx(), c, 7, DType::kF16);
+  auto b = DeviceRandomWeights(ctx(), c, 7, DType::kF16);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status();
+  EXPECT_EQ(WeightBytes(*a), c.ParameterCount() * 2);
+  const std::vector<float> wa = Download(a->layers[0].w_up);
+  const std::vector<float> wb = Download(b->layers[0].w_up);
+  EXPECT_EQ(wa, wb);
+  double sum = 0, sq = 0;
+  for (float v : wa) {
+    sum += v;
+    sq += double{v} * v;
+  }
+  const double n = static_cast<double>(wa.size());
+  const double expected = 1.0 / std::sqrt(static_cast<double>(c.hidden_size));
+  EXPECT_NEAR(sum / n, 0.0, 0.01 * expected);
+  EXPECT_NEAR(std::sqrt(sq / n), expected, 0.01 * expected);
+}
+
+TEST_F(DeviceRandomWeightsTest, TooLargeIsAClearError) {
+  auto model = LoadModel("random:opt-175b", LoadOptions{.config_only = true});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto w = DeviceRandomWeights(ctx(), model->config, 1, DType::kF32);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(w.status().message().find("MiB"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda
