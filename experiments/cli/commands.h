@@ -18,6 +18,8 @@ int RunInspect(const CommandArgs& args);
 int RunTokenize(const CommandArgs& args);
 int RunGenerate(const CommandArgs& args);
 int RunPerplexity(const CommandArgs& args);
+int RunRun(const CommandArgs& args);
+int RunReport(const CommandArgs& args);
 
 // Prints "dynsparse COMMAND: error: MESSAGE" on stderr and returns 1.
 int ReportError(const std::string& command, const absl::Status& status);

@@ -21,6 +21,10 @@ constexpr Command kCommands[] = {
     {"perplexity", dynsparse::RunPerplexity,
      "sliding-window token perplexity of a text file or corpus"},
     {"tokenize", dynsparse::RunTokenize, "token ids of a text file"},
+    {"run", dynsparse::RunRun,
+     "run a YAML experiment config (sweeps, resumable, sharded)"},
+    {"report", dynsparse::RunReport,
+     "merge run folders into tables (md/csv/tex) and SVG plots"},
 };
 
 void PrintUsage() {

@@ -30,10 +30,9 @@ std::vector<FlagSpec> RunFlagSpecs() {
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(
-    const ParsedFlags& flags, int64_t llama2c_vocab_size) {
-  const std::string model = flags.Get("model");
-  std::string source = flags.Get("tokenizer");
-  if (source.empty()) source = model;
+    const std::string& model, const std::string& tokenizer,
+    int64_t llama2c_vocab_size) {
+  const std::string source = tokenizer.empty() ? model : tokenizer;
   if (source.empty()) {
     return absl::InvalidArgumentError("--model (or --tokenizer) is required");
   }
@@ -51,34 +50,76 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(
       ": expected a folder with tokenizer.json or a llama2.c .bin file"));
 }
 
-absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
+absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(
+    const ParsedFlags& flags, int64_t llama2c_vocab_size) {
+  return OpenTokenizer(flags.Get("model"), flags.Get("tokenizer"),
+                       llama2c_vocab_size);
+}
+
+absl::StatusOr<ModelSpecRequest> RequestFromFlags(const ParsedFlags& flags) {
+  ModelSpecRequest spec;
+  spec.path = flags.Get("model");
+  spec.tokenizer = flags.Get("tokenizer");
+  spec.device = flags.Get("device");
+  spec.dtype = flags.Get("dtype");
+  spec.method = flags.Get("method");
+  if (spec.device.empty()) spec.device = "cpu";
+  if (spec.dtype.empty()) spec.dtype = "f32";
+  if (spec.method.empty()) spec.method = "dense";
+  if (!flags.Get("threads").empty()) {
+    ASSIGN_OR_RETURN(spec.threads, flags.GetInt("threads"));
+  }
+  ASSIGN_OR_RETURN(spec.method_args,
+                   MethodArgs::Parse(flags.GetAll("method-arg")));
+  return spec;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const std::string& device, int64_t threads) {
+  if (device == "cuda") {
+    return absl::UnimplementedError(
+        "--device cuda: the CUDA backend is not implemented yet; use "
+        "--device cpu");
+  }
+  if (device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device '", device, "' (valid: cpu, cuda)"));
+  }
+  return std::unique_ptr<Backend>(
+      std::make_unique<CpuBackend>(static_cast<int>(threads)));
+}
+
+absl::StatusOr<std::unique_ptr<Method>> CreateAttachedMethod(
+    const std::string& name, const MethodArgs& args,
+    const ModelConfig& config) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Method> method, CreateMethod(name, args));
+  RETURN_IF_ERROR(method->Attach(config));
+  return method;
+}
+
+absl::StatusOr<OpenedModel> OpenModel(const ModelSpecRequest& spec,
                                       const OpenRequest& request) {
   OpenedModel opened;
-  const std::string path = flags.Get("model");
-  if (path.empty()) return absl::InvalidArgumentError("--model is required");
+  if (spec.path.empty())
+    return absl::InvalidArgumentError("--model is required");
 
   LoadOptions options;
   options.config_only = !request.runtime;
   opened.dtype_name = "f32";
+  opened.device = spec.device;
   if (request.runtime) {
-    opened.dtype_name = flags.Get("dtype");
+    opened.dtype_name = spec.dtype;
     ASSIGN_OR_RETURN(options.dtype, ParseDType(opened.dtype_name));
-    const std::string device = flags.Get("device");
-    if (device == "cuda") {
-      return absl::UnimplementedError(
-          "--device cuda: the CUDA backend is not implemented yet; use "
-          "--device cpu");
-    }
-    if (device != "cpu") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--device '", device, "' (valid: cpu, cuda)"));
-    }
+    // The backend is built before the weights load so a bad device fails
+    // fast, without reading gigabytes first.
+    ASSIGN_OR_RETURN(opened.backend, CreateBackend(spec.device, spec.threads));
   }
-  ASSIGN_OR_RETURN(opened.model, LoadModel(path, options));
+  ASSIGN_OR_RETURN(opened.model, LoadModel(spec.path, options));
 
   if (request.tokenizer) {
     ASSIGN_OR_RETURN(opened.tokenizer,
-                     OpenTokenizer(flags, opened.model.config.vocab_size));
+                     OpenTokenizer(spec.path, spec.tokenizer,
+                                   opened.model.config.vocab_size));
     if (opened.tokenizer->vocab_size() > opened.model.config.vocab_size) {
       return absl::InvalidArgumentError(
           absl::StrCat("tokenizer has ", opened.tokenizer->vocab_size(),
@@ -87,15 +128,18 @@ absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
     }
   }
   if (request.runtime) {
-    ASSIGN_OR_RETURN(const int64_t threads, flags.GetInt("threads"));
-    opened.backend = std::make_unique<CpuBackend>(static_cast<int>(threads));
-    opened.method_name = flags.Get("method");
-    ASSIGN_OR_RETURN(MethodArgs args,
-                     MethodArgs::Parse(flags.GetAll("method-arg")));
-    ASSIGN_OR_RETURN(opened.method, CreateMethod(opened.method_name, args));
-    RETURN_IF_ERROR(opened.method->Attach(opened.model.config));
+    opened.method_name = spec.method;
+    ASSIGN_OR_RETURN(opened.method,
+                     CreateAttachedMethod(spec.method, spec.method_args,
+                                          opened.model.config));
   }
   return opened;
+}
+
+absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
+                                      const OpenRequest& request) {
+  ASSIGN_OR_RETURN(const ModelSpecRequest spec, RequestFromFlags(flags));
+  return OpenModel(spec, request);
 }
 
 }  // namespace dynsparse

@@ -13,6 +13,7 @@
 #include "core/io/model_loader.h"
 #include "core/tokenizer/tokenizer.h"
 #include "experiments/cli/flags.h"
+#include "methods/method_args.h"
 
 namespace dynsparse {
 
@@ -21,6 +22,18 @@ std::vector<FlagSpec> ModelFlagSpecs();
 // --method, --method-arg, --device, --dtype, --threads.
 std::vector<FlagSpec> RunFlagSpecs();
 
+// Everything needed to open a model, from flags or from a config's model +
+// method entry.
+struct ModelSpecRequest {
+  std::string path;       // HF folder, llama2.c .bin, or random:NAME.
+  std::string tokenizer;  // "" = the model folder.
+  std::string device = "cpu";
+  std::string dtype = "f32";
+  int64_t threads = 0;
+  std::string method = "dense";
+  MethodArgs method_args;
+};
+
 struct OpenedModel {
   LoadedModel model;
   std::unique_ptr<Tokenizer> tokenizer;  // Null when not requested.
@@ -28,6 +41,7 @@ struct OpenedModel {
   std::unique_ptr<Method> method;        // Null when not requested.
   std::string method_name;
   std::string dtype_name;
+  std::string device;
 };
 
 struct OpenRequest {
@@ -35,12 +49,28 @@ struct OpenRequest {
   bool runtime = true;  // backend + method (+ --dtype for the weights)
 };
 
+// The request the model flags describe (--method-arg parsed).
+absl::StatusOr<ModelSpecRequest> RequestFromFlags(const ParsedFlags& flags);
+
+absl::StatusOr<OpenedModel> OpenModel(const ModelSpecRequest& spec,
+                                      const OpenRequest& request);
 absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
                                       const OpenRequest& request);
+
+// The backend of a device ("cpu" | "cuda").
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const std::string& device, int64_t threads);
+
+// A method from the registry, attached to `config`.
+absl::StatusOr<std::unique_ptr<Method>> CreateAttachedMethod(
+    const std::string& name, const MethodArgs& args, const ModelConfig& config);
 
 // Tokenizer only (for `tokenize`), from --model DIR or --tokenizer.
 absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(
     const ParsedFlags& flags, int64_t llama2c_vocab_size);
+absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(
+    const std::string& model, const std::string& tokenizer,
+    int64_t llama2c_vocab_size);
 
 }  // namespace dynsparse
 
