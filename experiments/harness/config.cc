@@ -431,7 +431,10 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
     c.methods.push_back(std::move(dense));
   } else {
     const json& methods = r.At("methods");
-    if (!methods.is_array() || methods.empty()) {
+    if (methods.is_array() && methods.empty()) {
+      return Bad("methods", "must list at least one entry");
+    }
+    if (!methods.is_array()) {
       return Bad("methods", absl::StrCat("expected a non-empty list, got ",
                                          JsonTypeName(methods)));
     }
@@ -445,7 +448,10 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
 
   RETURN_IF_ERROR(r.Required("metrics"));
   const json& metrics = r.At("metrics");
-  if (!metrics.is_array() || metrics.empty()) {
+  if (metrics.is_array() && metrics.empty()) {
+    return Bad("metrics", "must list at least one entry");
+  }
+  if (!metrics.is_array()) {
     return Bad("metrics", absl::StrCat("expected a non-empty list, got ",
                                        JsonTypeName(metrics)));
   }
