@@ -1,9 +1,11 @@
 #include "kernels/backend_factory.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/random_weights.h"
 #include "kernels/cpu/cpu_backend.h"
 #if DYNSPARSE_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_weights.h"
 #endif
 
 namespace dynsparse {
@@ -42,15 +44,38 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
         backend.status().code(),
         absl::StrCat("--device cuda: ", backend.status().message()));
   }
+  std::unique_ptr<Backend> created = std::move(*backend);
   if (weights != nullptr) {
-    absl::StatusOr<ModelWeights> device = (*backend)->UploadWeights(*weights);
-    if (!device.ok()) return device.status();
-    *weights = std::move(*device);
+    if (absl::Status s = MoveWeightsToBackend(*created, weights); !s.ok()) {
+      return s;
+    }
   }
-  return std::unique_ptr<Backend>(std::move(*backend));
+  return created;
 #else
   return absl::FailedPreconditionError("no CUDA backend in this build");
 #endif
+}
+
+absl::Status MoveWeightsToBackend(Backend& backend, ModelWeights* weights) {
+#if DYNSPARSE_WITH_CUDA
+  if (auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend)) {
+    absl::StatusOr<ModelWeights> device = cuda->UploadWeights(*weights);
+    if (!device.ok()) return device.status();
+    *weights = std::move(*device);
+  }
+#endif
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelWeights> RandomWeightsFor(Backend& backend,
+                                              const ModelConfig& config,
+                                              uint64_t seed, DType dtype) {
+#if DYNSPARSE_WITH_CUDA
+  if (auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend)) {
+    return cuda::DeviceRandomWeights(cuda->context(), config, seed, dtype);
+  }
+#endif
+  return RandomWeights(config, seed, dtype);
 }
 
 }  // namespace dynsparse

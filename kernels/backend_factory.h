@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/backend.h"
+#include "core/model_config.h"
 #include "core/model_weights.h"
 
 namespace dynsparse {
@@ -31,6 +32,20 @@ absl::Status CheckDeviceName(const std::string& device);
 // Session built from them runs there.
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     const BackendRequest& request, ModelWeights* weights);
+
+// Moves `weights` to where `backend` reads them (CUDA: uploads once, keeping
+// dtypes and tied tensors; CPU: nothing to do). For callers that create the
+// backend before loading the model.
+absl::Status MoveWeightsToBackend(Backend& backend, ModelWeights* weights);
+
+// Random weights of `config` (core/random_weights.h distributions) where
+// `backend` reads them: generated directly in device memory on CUDA (no host
+// staging, so 66B-parameter shapes fit a machine with less host memory), on
+// the host for the CPU. Fails with ResourceExhausted naming the sizes when
+// the memory is short.
+absl::StatusOr<ModelWeights> RandomWeightsFor(Backend& backend,
+                                              const ModelConfig& config,
+                                              uint64_t seed, DType dtype);
 
 }  // namespace dynsparse
 

@@ -91,6 +91,14 @@ class Backend {
                          Tensor* x) = 0;
   // Copies a device tensor to a host f32 tensor (identity on CPU).
   virtual Tensor ToHost(const Tensor& x) = 0;
+
+  // Timing support for `dynsparse bench` and the latency metric.
+  // Device time of the last completed step in ms (CUDA events around the
+  // step's work), or a negative value when the backend has no device clock.
+  virtual double LastStepDeviceMs() const { return -1.0; }
+  // Memory bandwidth of this device in GB/s, measured now by copying
+  // `bytes` (bytes read + bytes written per second, best of a few runs).
+  virtual absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes);
 };
 
 }  // namespace dynsparse

@@ -18,6 +18,7 @@ int RunInspect(const CommandArgs& args);
 int RunTokenize(const CommandArgs& args);
 int RunGenerate(const CommandArgs& args);
 int RunPerplexity(const CommandArgs& args);
+int RunBench(const CommandArgs& args);
 int RunRun(const CommandArgs& args);
 int RunReport(const CommandArgs& args);
 

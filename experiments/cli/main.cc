@@ -21,6 +21,8 @@ constexpr Command kCommands[] = {
     {"perplexity", dynsparse::RunPerplexity,
      "sliding-window token perplexity of a text file or corpus"},
     {"tokenize", dynsparse::RunTokenize, "token ids of a text file"},
+    {"bench", dynsparse::RunBench,
+     "time to first token and decode ms/token vs the bandwidth floor"},
     {"run", dynsparse::RunRun,
      "run a YAML experiment config (sweeps, resumable, sharded)"},
     {"report", dynsparse::RunReport,

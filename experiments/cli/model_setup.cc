@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/registry.h"
 
@@ -77,9 +78,10 @@ absl::StatusOr<ModelSpecRequest> RequestFromFlags(const ParsedFlags& flags) {
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     const std::string& device, int64_t threads) {
   if (device == "cuda") {
-    return absl::UnimplementedError(
-        "--device cuda: the CUDA backend is not implemented yet; use "
-        "--device cpu");
+    // kernels/backend_factory: errors if this build or machine has no CUDA.
+    BackendRequest request;
+    request.device = device;
+    return CreateBackend(request, nullptr);
   }
   if (device != "cpu") {
     return absl::InvalidArgumentError(
@@ -115,6 +117,10 @@ absl::StatusOr<OpenedModel> OpenModel(const ModelSpecRequest& spec,
     ASSIGN_OR_RETURN(opened.backend, CreateBackend(spec.device, spec.threads));
   }
   ASSIGN_OR_RETURN(opened.model, LoadModel(spec.path, options));
+  if (opened.backend != nullptr) {  // CUDA: upload the weights once.
+    RETURN_IF_ERROR(
+        MoveWeightsToBackend(*opened.backend, &opened.model.weights));
+  }
 
   if (request.tokenizer) {
     ASSIGN_OR_RETURN(opened.tokenizer,

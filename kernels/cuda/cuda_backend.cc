@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -81,6 +82,8 @@ absl::Status CudaBackend::Init() {
       AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
   if (!arena.ok()) return arena.status();
   device_indices_ = *arena;
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_));
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_));
   return absl::OkStatus();
 }
 
@@ -90,6 +93,8 @@ CudaBackend::~CudaBackend() {
   tape_tensors_.clear();
   if (pinned_indices_ != nullptr) cudaFreeHost(pinned_indices_);
   if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
+  if (step_start_ != nullptr) cudaEventDestroy(step_start_);
+  if (step_end_ != nullptr) cudaEventDestroy(step_end_);
 }
 
 std::string CudaBackend::name() const {
@@ -141,6 +146,10 @@ void CudaBackend::BeginStep(int64_t rows) {
   staged_.clear();
   pinned_out_used_ = 0;
   pending_.clear();
+  // Outside any capture, so the event is a real timestamp on the stream.
+  Check(CudaErrorToStatus(cudaEventRecord(step_start_, ctx_->stream()),
+                          "step start event"),
+        "BeginStep");
   const bool graphable = options_.cuda_graphs && rows == 1;
   if (force_eager_ || !graphable) {
     mode_ = Mode::kEager;
@@ -173,7 +182,11 @@ void* CudaBackend::WorkspaceAddress() {
 }
 
 absl::Status CudaBackend::FinishCopies() {
+  DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_end_, ctx_->stream()));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
+  float ms = 0.0f;
+  DS_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, step_start_, step_end_));
+  last_step_ms_ = ms;
   for (const PendingCopy& p : pending_) {
     std::memcpy(p.host.raw_data(),
                 static_cast<const char*>(pinned_out_) + p.offset,
@@ -478,6 +491,40 @@ Tensor CudaBackend::ToHost(const Tensor& x) {
           "ToHost");
   }
   return host;
+}
+
+absl::StatusOr<double> CudaBackend::MeasureCopyBandwidth(int64_t bytes) {
+  if (bytes <= 0) return absl::InvalidArgumentError("copy size must be > 0");
+  absl::StatusOr<Tensor> src = AllocateDevice(*ctx_, DType::kI32, {bytes / 4});
+  if (!src.ok()) return src.status();
+  absl::StatusOr<Tensor> dst = AllocateDevice(*ctx_, DType::kI32, {bytes / 4});
+  if (!dst.ok()) return dst.status();
+  cudaEvent_t start, stop;
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+  double best = 0.0;
+  absl::Status status;
+  for (int i = 0; i < 5 && status.ok(); ++i) {
+    cudaEventRecord(start, ctx_->stream());
+    const cudaError_t e =
+        cudaMemcpyAsync(dst->raw_data(), src->raw_data(), src->bytes(),
+                        cudaMemcpyDeviceToDevice, ctx_->stream());
+    cudaEventRecord(stop, ctx_->stream());
+    status = CudaErrorToStatus(e, "bandwidth copy");
+    if (e != cudaSuccess) break;
+    status = CudaErrorToStatus(cudaEventSynchronize(stop), "bandwidth copy");
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, start, stop);
+    // The first copy warms up; every copy counts bytes read + written.
+    if (i > 0 && ms > 0.0f) {
+      best = std::max(
+          best, 2.0 * static_cast<double>(src->bytes()) / (ms * 1e-3) / 1e9);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!status.ok()) return status;
+  return best;
 }
 
 }  // namespace dynsparse::cuda

@@ -86,6 +86,9 @@ class CudaBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;
+  double LastStepDeviceMs() const override { return last_step_ms_; }
+  // cudaMemcpyAsync device to device, timed with events.
+  absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes) override;
 
  private:
   enum class Mode { kEager, kCapture, kReplay };
@@ -150,6 +153,9 @@ class CudaBackend : public Backend {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   CudaGraphStats stats_;
+  cudaEvent_t step_start_ = nullptr;
+  cudaEvent_t step_end_ = nullptr;
+  double last_step_ms_ = -1.0;
 };
 
 }  // namespace dynsparse::cuda

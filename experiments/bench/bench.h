@@ -1,0 +1,77 @@
+// Latency of one model on one backend: time to first token (prefill), decode
+// ms/token percentiles, achieved bandwidth and the bandwidth floor. Shared by
+// `dynsparse bench` (experiments/cli/bench_command.cc) and the harness's
+// `latency` metric (experiments/metrics/latency_metric.cc).
+#ifndef DYNSPARSE_EXPERIMENTS_BENCH_BENCH_H_
+#define DYNSPARSE_EXPERIMENTS_BENCH_BENCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/graph/backend.h"
+#include "core/graph/method.h"
+#include "core/model_config.h"
+#include "core/model_weights.h"
+#include "nlohmann/json.hpp"
+
+namespace dynsparse {
+
+struct BenchOptions {
+  int64_t prompt = 128;       // Prompt tokens (prefill).
+  int64_t new_tokens = 32;    // Decode steps timed per repeat.
+  int64_t batch = 1;          // Rows per decode step (see BenchResult).
+  int64_t repeats = 3;        // Measured repeats, after one warm-up repeat.
+  double bandwidth_gbps = 0;  // > 0: use it; else measure a device copy.
+  int64_t bandwidth_bytes = int64_t{1} << 30;  // Size of that copy.
+  uint64_t seed = 1;                           // Prompt token ids.
+};
+
+struct BenchResult {
+  std::string model;
+  std::string device;
+  std::string backend;  // Backend::name()
+  std::string dtype;
+  int64_t batch = 1;
+  int64_t prompt = 0;
+  int64_t new_tokens = 0;
+  int64_t repeats = 0;
+  double ttft_ms = 0;  // Median prefill wall time (logits of the last row).
+  double prefill_tflops = 0;
+  std::vector<double> decode_ms;  // Every measured decode step, wall time.
+  double decode_ms_median = 0, decode_ms_p10 = 0, decode_ms_p90 = 0;
+  double decode_device_ms_median = -1;  // Device clock, when available.
+  double tokens_per_s = 0;
+  double weight_bytes = 0;       // Distinct weight tensors.
+  double bytes_per_step = 0;     // Weights + KV cache read by a decode step.
+  double bandwidth_gbps = 0;     // Copy bandwidth used for the floor.
+  std::string bandwidth_source;  // "measured device copy" | "option"
+  double floor_ms = 0;           // bytes_per_step / bandwidth.
+  double achieved_gbps = 0;      // bytes_per_step / decode_ms_median.
+  std::string git_sha;
+
+  nlohmann::json ToJson() const;
+};
+
+// The git commit this binary was built from (configure time, or the
+// DYNSPARSE_GIT_SHA environment variable when set), "unknown" otherwise.
+std::string BenchGitSha();
+
+// Bytes a decode step reads at context length `context`: every distinct
+// weight tensor except the embedding tables (a row each) plus the KV cache.
+double DecodeBytesPerStep(const ModelConfig& config,
+                          const ModelWeights& weights, int64_t context);
+
+// Runs the benchmark. `weights` must live where `backend` reads them.
+// Batch B runs B rows per decode step of one sequence: the weight traffic of
+// batched decode (each step streams the weights once for B rows), attention
+// over one shared cache. Prefill and decode feed fixed pseudo-random ids.
+absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
+                                     const ModelWeights& weights,
+                                     Backend& backend, Method& method,
+                                     const BenchOptions& options);
+
+}  // namespace dynsparse
+
+#endif  // DYNSPARSE_EXPERIMENTS_BENCH_BENCH_H_

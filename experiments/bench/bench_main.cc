@@ -1,0 +1,36 @@
+// dynsparse_bench: `dynsparse bench` as its own binary for the standalone
+// GPU build (kernels/cuda/standalone), which has no method registry: only
+// the dense method (every unit of every row) is available there.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/bench/bench_cli.h"
+
+namespace {
+
+class Dense : public dynsparse::Method {
+ public:
+  std::string name() const override { return "dense"; }
+  absl::Status Attach(const dynsparse::ModelConfig&) override {
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  return dynsparse::BenchMain(
+      args,
+      [](const std::string& name, const std::vector<std::string>& a)
+          -> absl::StatusOr<std::unique_ptr<dynsparse::Method>> {
+        if (name != "dense" || !a.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--method ", name,
+              ": this standalone binary has only 'dense' (use dynsparse "
+              "bench for the registry)"));
+        }
+        return std::make_unique<Dense>();
+      });
+}

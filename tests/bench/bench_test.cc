@@ -1,0 +1,148 @@
+// The latency benchmark behind `dynsparse bench` and the `latency` metric,
+// on the CPU backend with a tiny random model (CI has no GPU).
+#include "experiments/bench/bench.h"
+
+#include <set>
+#include <string>
+
+#include "core/model_shapes.h"
+#include "core/random_weights.h"
+#include "experiments/metrics/latency_metric.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace dynsparse {
+namespace {
+
+class Dense : public Method {
+ public:
+  std::string name() const override { return "dense"; }
+  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+};
+
+ModelConfig TinyLlama() {
+  ModelShape shape;
+  shape.vocab_size = 64;
+  shape.hidden_size = 32;
+  shape.intermediate_size = 48;
+  shape.num_layers = 2;
+  shape.num_heads = 4;
+  shape.num_kv_heads = 2;
+  return LlamaConfigFromShape(shape);
+}
+
+TEST(BenchTest, ReportsStableKeysAndConsistentNumbers) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kF16);
+  CpuBackend backend(1);
+  Dense dense;
+  BenchOptions o;
+  o.prompt = 8;
+  o.new_tokens = 5;
+  o.repeats = 2;
+  o.bandwidth_gbps = 10.0;
+  absl::StatusOr<BenchResult> r = RunBench(config, weights, backend, dense, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->decode_ms.size(), 10u);  // new x repeats; warm-up dropped
+  EXPECT_GT(r->ttft_ms, 0.0);
+  EXPECT_LE(r->decode_ms_p10, r->decode_ms_median);
+  EXPECT_LE(r->decode_ms_median, r->decode_ms_p90);
+  EXPECT_EQ(r->dtype, "f16");
+  EXPECT_EQ(r->device, "cpu");
+  EXPECT_DOUBLE_EQ(r->floor_ms, r->bytes_per_step / 10e9 * 1e3);
+  EXPECT_NEAR(r->achieved_gbps * r->decode_ms_median, r->bytes_per_step / 1e6,
+              1e-9 * r->bytes_per_step);
+
+  const nlohmann::json j = r->ToJson();
+  for (const char* key :
+       {"model", "device", "dtype", "batch", "prompt", "ttft_ms",
+        "decode_ms_median", "decode_ms_p10", "decode_ms_p90", "achieved_gbps",
+        "floor_ms", "git_sha"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_FALSE(j["git_sha"].get<std::string>().empty());
+}
+
+TEST(BenchTest, BytesPerStepCountsWeightsOnceAndTheCache) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kBF16);
+  // Everything but the token embedding (one row read per step), in bf16.
+  const int64_t embedding = config.vocab_size * config.embed_dim();
+  const double weight_bytes =
+      2.0 * static_cast<double>(config.ParameterCount() - embedding);
+  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 0), weight_bytes);
+  const double cache = 2.0 * 4.0 * static_cast<double>(config.num_layers) *
+                       static_cast<double>(config.kv_dim()) * 100.0;
+  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 100),
+                   weight_bytes + cache);
+}
+
+TEST(BenchTest, BatchRunsThatManyRowsPerStep) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kF32);
+  CpuBackend backend(1);
+  Dense dense;
+  BenchOptions o;
+  o.prompt = 4;
+  o.new_tokens = 3;
+  o.batch = 4;
+  o.repeats = 1;
+  o.bandwidth_gbps = 1.0;
+  absl::StatusOr<BenchResult> r = RunBench(config, weights, backend, dense, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->tokens_per_s, 4e3 / r->decode_ms_median, 1e-6);
+}
+
+TEST(BenchTest, RejectsNonPositiveSizes) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kF32);
+  CpuBackend backend(1);
+  Dense dense;
+  BenchOptions o;
+  o.new_tokens = 0;
+  EXPECT_EQ(RunBench(config, weights, backend, dense, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LatencyMetricTest, RowsCarryTheBenchNumbers) {
+  MetricParams params(
+      {{"prompt", 6}, {"new", 3}, {"repeats", 1}, {"bandwidth_gbps", 5.0}},
+      "metrics[0]");
+  absl::StatusOr<std::unique_ptr<Metric>> metric =
+      LatencyMetric::Create(params);
+  ASSERT_TRUE(metric.ok()) << metric.status();
+  LoadedModel model;
+  model.config = TinyLlama();
+  model.weights = RandomWeights(model.config, 1, DType::kF32);
+  model.source = "tiny";
+  CpuBackend backend(1);
+  Dense dense;
+  MetricModel m;
+  m.model = &model;
+  m.backend = &backend;
+  m.method = &dense;
+  absl::StatusOr<std::vector<MetricRow>> rows = (*metric)->Run(m, nullptr);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::set<std::string> names;
+  for (const MetricRow& row : *rows) {
+    names.insert(row.metric);
+    EXPECT_GT(row.value, 0.0) << row.metric;
+    EXPECT_EQ(row.details["model"], "tiny");
+  }
+  EXPECT_EQ(names,
+            (std::set<std::string>{
+                "ttft_ms", "decode_ms_median", "decode_ms_p10", "decode_ms_p90",
+                "tokens_per_s", "achieved_gbps", "floor_ms"}));
+}
+
+TEST(LatencyMetricTest, BadParametersNameTheirPath) {
+  MetricParams params({{"new", 0}}, "metrics[2]");
+  absl::StatusOr<std::unique_ptr<Metric>> metric =
+      LatencyMetric::Create(params);
+  ASSERT_FALSE(metric.ok());
+  EXPECT_NE(metric.status().message().find("metrics[2].new"), std::string::npos)
+      << metric.status();
+}
+
+}  // namespace
+}  // namespace dynsparse
