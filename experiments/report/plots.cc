@@ -161,7 +161,6 @@ PlotFile Pareto(const ReportData& d, const ReportColumn& quality,
   PlotSeries frontier;
   frontier.name = "Pareto frontier";
   frontier.highlight = true;
-  frontier.markers = false;
   bool any = false;
   double best = 0;
   for (const P& p : sorted) {

@@ -85,10 +85,11 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
     if (step >= raw) break;
   }
   std::vector<double> ticks;
-  for (double v = std::floor(lo / step) * step; v <= hi + step * 1e-9;
-       v += step) {
+  const double first = std::floor(lo / step) * step;
+  const double last = std::ceil(hi / step - 1e-9) * step;
+  for (int i = 0; first + i * step <= last + step * 1e-9 && i <= 50; ++i) {
+    const double v = first + i * step;
     ticks.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
-    if (ticks.size() > 50) break;
   }
   if (ticks.size() < 2) ticks.push_back(ticks.empty() ? lo : ticks[0] + step);
   return ticks;
@@ -256,11 +257,14 @@ std::string RenderSvg(const PlotSpec& spec) {
     const PlotSeries& series = spec.series[s];
     const char* color = kColors[s % std::size(kColors)];
     const double lx = kLeft + pw + 16;
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                          "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
-                          lx, ly, lx + 24, ly, color,
-                          series.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    if (series.line || series.horizontal) {
+      absl::StrAppendFormat(
+          &svg,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+          "stroke=\"%s\" stroke-width=\"%s\"%s/>\n",
+          lx, ly, lx + 24, ly, color, series.highlight ? "2.5" : "2",
+          series.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    }
     if (series.markers && !series.horizontal) {
       absl::StrAppend(&svg, Marker(static_cast<int>(s), lx + 12, ly, color),
                       "\n");
