@@ -13,9 +13,20 @@
 # 5. runs the GEMV benchmark (--benchmark_format=json, --benchmark_out=
 #    $OUT/cuda_bench.json) and prints a short table: GB/s and % of the
 #    device-to-device copy bandwidth measured in the same run.
-# Files in $OUT (default build_cuda_out/; five, as the device tool returns at
-# most 8): build.log (configure + build), ptxas_gemv.txt, ctest.log (with the
-# GEMV plan printout), cuda_bench.json, cuda_bench.log (stderr + table).
+# 6. with DS_CUDA_MODEL_BENCH=1, runs `dynsparse-bench` (experiments/bench) on
+#    the model shapes of issue 5 (Llama-2-7B and OPT-6.7B decode, Llama-2-7B
+#    prefill of 8192 tokens, OPT-30B and OPT-66B decode), random fp16 weights
+#    generated on the GPU; one JSON object per line in $OUT/bench.jsonl;
+# 7. with DS_CUDA_SANITIZE=1, runs compute-sanitizer memcheck on the
+#    attention and CudaBackend tests ($OUT/memcheck.log).
+# Files in $OUT (the device tool returns at most 8): build.log (configure +
+# build), ptxas_gemv.txt, ctest.log (with the GEMV plan printout),
+# cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
+# (model benchmark), memcheck.log.
+# Quick knobs: DS_CUDA_SKIP_PTXAS=1 skips the register report (it recompiles
+# gemv.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
+# DS_CUDA_CTEST_ARGS adds ctest arguments (e.g. "-E ModelSized"),
+# DS_CUDA_SKIP_PLANS=1 skips the GEMV plan printout (it reruns a slow test).
 #
 # Needs: cmake >= 3.25, ninja, nvcc (13.0) with a host g++ (C++20), an NVIDIA
 # driver, python3 (for the table), and the C++ libraries Abseil, Eigen 3.4,
@@ -156,7 +167,7 @@ if ! cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   echo "FATAL: configure failed (full log: $OUT/build.log)"
   exit 1
 fi
-if ! ninja -C "$build" >>"$OUT/build.log" 2>&1; then
+if ! ninja -C "$build" ${DS_CUDA_TARGETS:-} >>"$OUT/build.log" 2>&1; then
   grep -E -B2 -A6 'error|FAILED' "$OUT/build.log" | head -80
   echo "FATAL: build failed (full log: $OUT/build.log)"
   exit 1
@@ -164,7 +175,7 @@ fi
 echo "built in $((SECONDS - start)) s"
 
 section "ptxas report for gemv.cu"
-{
+[[ "${DS_CUDA_SKIP_PTXAS:-0}" == 1 ]] || {
   inc=(-I"$repo")
   for dir in "${inc_dirs[@]}"; do inc+=(-I"$dir"); done
   for a in ${archs//;/ }; do
@@ -183,18 +194,78 @@ grep -E "Vector|SplitReduce" "$OUT/ptxas_gemv.txt" | head -20
 
 section "ctest -L cuda"
 start=$SECONDS
-if ! (cd "$test_dir" && ctest -L cuda --output-on-failure -j4 --timeout 600) \
+if ! (cd "$test_dir" && ctest -L cuda --output-on-failure -j4 --timeout 600 ${DS_CUDA_CTEST_ARGS:-}) \
     >"$OUT/ctest.log" 2>&1; then
   status=1
   grep -E -A40 'Failure|FAILED|Failed|Exception|Timeout' "$OUT/ctest.log" | head -150
 fi
 grep -E 'tests passed|tests failed|Skipped' "$OUT/ctest.log" | head -5
 echo "tests took $((SECONDS - start)) s"
+[[ "${DS_CUDA_SKIP_PLANS:-0}" == 1 ]] ||
 "$gemv_test" --gtest_filter='GemvTest.ModelSizedShapes:GemvTest.SmallOutSplitsKAcrossBlocks' \
   >"$OUT/gemv_plans.tmp" 2>&1 || true
 grep -E ' err=| plan ' "$OUT/gemv_plans.tmp" | head -40
 { echo; echo "==== GEMV plans ===="; cat "$OUT/gemv_plans.tmp"; } >>"$OUT/ctest.log"
 rm -f "$OUT/gemv_plans.tmp"
+
+if [[ "${DS_CUDA_SANITIZE:-0}" == 1 ]]; then
+  section "compute-sanitizer memcheck (attention, CudaBackend)"
+  start=$SECONDS
+  {
+    for t in cuda_attention_test cuda_backend_test; do
+      bin="$(dirname "$gemv_test")/$t"
+      # Two fixtures (0: GQA Llama, 5: OPT with projections) keep it short.
+      filter='*'
+      [[ "$t" == cuda_backend_test ]] &&
+        filter='*/0:*/5:*DeviceRandom*'
+      echo "== $t ($filter)"
+      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$bin" "--gtest_filter=$filter" 2>&1 | grep -v '^\[ *\(RUN\|OK\) *\]'
+      echo "exit status ${PIPESTATUS[0]}"
+    done
+  } >"$OUT/memcheck.log" 2>&1
+  grep -E 'ERROR SUMMARY|exit status|PASSED|FAILED' "$OUT/memcheck.log"
+  echo "memcheck took $((SECONDS - start)) s"
+fi
+
+if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
+  section "model benchmark (dynsparse-bench, random fp16 weights on the GPU)"
+  start=$SECONDS
+  mbench="$build/dynsparse-bench"
+  [[ -x "$mbench" ]] || mbench="$build/experiments/bench/dynsparse-bench"
+  : >"$OUT/bench.jsonl"
+  while read -r args; do
+    [[ -z "$args" || "$args" == \#* ]] && continue
+    echo "== dynsparse-bench $args" >>"$OUT/bench.log"
+    # shellcheck disable=SC2086
+    if ! timeout 180 "$mbench" $args --json >>"$OUT/bench.jsonl" \
+        2>>"$OUT/bench.log"; then
+      echo "FAILED: $args" | tee -a "$OUT/bench.log"
+      status=1
+    fi
+  done <<'LIST'
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
+--model random:opt-6.7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --no-cuda-graphs
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --batch 8
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 8192 --new 4 --repeats 2
+--model random:opt-30b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
+--model random:opt-66b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
+LIST
+  python3 - "$OUT/bench.jsonl" <<'PY' | tee -a "$OUT/bench.log"
+import json, sys
+print(f"{'model':22s} {'b':>2s} {'prompt':>6s} {'ttft ms':>9s} {'TFLOP/s':>8s} "
+      f"{'dec ms':>8s} {'p10':>7s} {'p90':>7s} {'floor':>7s} {'x floor':>7s} {'GB/s':>7s}")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    graphs = "" if "CUDA graphs" in r["backend"] else " (eager)"
+    print(f"{r['model'][7:]+graphs:22s} {r['batch']:2d} {r['prompt']:6d} {r['ttft_ms']:9.2f} "
+          f"{r['prefill_tflops']:8.1f} {r['decode_ms_median']:8.3f} {r['decode_ms_p10']:7.3f} "
+          f"{r['decode_ms_p90']:7.3f} {r['floor_ms']:7.3f} {r['floor_ratio']:7.3f} "
+          f"{r['achieved_gbps']:7.0f}")
+PY
+  echo "model benchmark took $((SECONDS - start)) s"
+fi
 
 if [[ "${DS_CUDA_SKIP_BENCH:-0}" == 1 ]]; then
   echo "DS_CUDA_SKIP_BENCH=1: benchmark skipped"

@@ -16,7 +16,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$repo/build_cuda_deps}"
 packages=(libabsl-dev libabsl20220623 libgtest-dev libgmock-dev
-          libbenchmark-dev libbenchmark1debian libeigen3-dev)
+          libbenchmark-dev libbenchmark1debian libeigen3-dev nlohmann-json3-dev)
 for p in "${packages[@]}"; do
   if ! dpkg -s "$p" >/dev/null 2>&1; then
     echo "stage_deps: package $p is not installed here (apt-get install $p)" >&2
