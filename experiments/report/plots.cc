@@ -99,38 +99,55 @@ PlotFile MetricVsParam(const ReportData& d, const ReportColumn& c,
           RenderSvg(spec)};
 }
 
-// Without a swept parameter: one point per job on a categorical axis.
-PlotFile MetricByJob(const ReportData& d, const ReportColumn& c) {
+// Without a swept parameter: the jobs on a categorical axis, one series per
+// row kind of the metric entry (acc piqa, acc copa, ...).
+PlotFile MetricByJob(const ReportData& d,
+                     const std::vector<const ReportColumn*>& columns) {
   PlotSpec spec;
-  spec.title = c.label;
-  spec.subtitle = c.protocol;
+  const ReportColumn& first = *columns[0];
+  spec.title = columns.size() == 1
+                   ? first.label
+                   : absl::StrCat(first.metric_entry, " by job");
+  spec.subtitle = first.protocol;
   spec.x_label = "job";
-  spec.y_label = AxisLabel(c);
-  PlotSeries s;
-  s.name = c.label;
-  s.line = false;
-  for (const ReportRow& r : d.rows) {
-    const ReportCell* cell = OkCell(r, c);
-    if (cell == nullptr) continue;
-    s.points.push_back({static_cast<double>(spec.x_categories.size()),
-                        cell->value, FormatValue(cell->value)});
+  spec.y_label = columns.size() == 1 ? AxisLabel(first) : first.metric_entry;
+  for (const ReportRow& r : d.rows)
     spec.x_categories.push_back(ShortLabel(d, r));
+  for (const ReportColumn* c : columns) {
+    PlotSeries s;
+    s.name = c->label;
+    s.line = false;
+    for (size_t i = 0; i < d.rows.size(); ++i) {
+      const ReportCell* cell = OkCell(d.rows[i], *c);
+      if (cell == nullptr) continue;
+      s.points.push_back({static_cast<double>(i), cell->value,
+                          columns.size() == 1 ? FormatValue(cell->value) : ""});
+    }
+    spec.series.push_back(std::move(s));
   }
-  spec.series.push_back(std::move(s));
-  return {absl::StrCat("plot-", Slug(c.label), ".svg"), RenderSvg(spec)};
+  return {
+      absl::StrCat("plot-",
+                   Slug(columns.size() == 1 ? first.label : first.metric_entry),
+                   ".svg"),
+      RenderSvg(spec)};
 }
 
 const ReportColumn* FindColumn(const ReportData& d, const std::string& metric,
                                bool want_cost) {
+  const ReportColumn* first_cost = nullptr;
   for (const ReportColumn& c : d.columns) {
     if (!metric.empty()) {
       if (c.metric == metric || c.label == metric) return &c;
       continue;
     }
     const bool cost = c.metric_entry == "latency";
-    if (cost == want_cost) return &c;
+    if (cost == want_cost) {
+      // Decode time per token is the cost sparsity is meant to cut.
+      if (!want_cost || c.metric == "decode_ms_median") return &c;
+      if (first_cost == nullptr) first_cost = &c;
+    }
   }
-  return nullptr;
+  return first_cost;
 }
 
 PlotFile Pareto(const ReportData& d, const ReportColumn& quality,
@@ -203,15 +220,22 @@ std::vector<PlotFile> MakePlots(const ReportData& d, const std::string& plot,
   }
   const std::string name = plot.substr(0, plot.size() - 12);  // -vs-sparsity
   const std::vector<std::string> params = SweptParams(d);
+  std::map<std::string, std::vector<const ReportColumn*>> by_entry;
+  std::vector<std::string> entries;  // Metric index prefixes, in order.
   for (const ReportColumn& c : d.columns) {
     if (name != "metric" && c.metric != name && c.metric_entry != name)
       continue;
     if (c.metric_entry == "latency" && name == "metric") continue;
     if (params.empty()) {
-      files.push_back(MetricByJob(d, c));
+      const std::string entry = c.key.substr(0, c.key.find('|'));
+      if (!by_entry.count(entry)) entries.push_back(entry);
+      by_entry[entry].push_back(&c);
       continue;
     }
     for (const std::string& p : params) files.push_back(MetricVsParam(d, c, p));
+  }
+  for (const std::string& entry : entries) {
+    files.push_back(MetricByJob(d, by_entry[entry]));
   }
   if (files.empty()) {
     notes->push_back(
