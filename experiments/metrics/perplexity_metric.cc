@@ -6,15 +6,41 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "datasets/corpus_registry.h"
+#include "datasets/wikitext_documents.h"
+#include "experiments/metrics/loglikelihood.h"
 #include "experiments/metrics/perplexity.h"
+#include "experiments/metrics/rolling_loglikelihood.h"
 
 namespace dynsparse {
 
 absl::StatusOr<std::unique_ptr<Metric>> PerplexityMetric::Create(
     const MetricParams& params) {
   PerplexityMetricOptions o;
-  auto corpus = params.GetString("corpus", "");
+  auto protocol = params.GetString("protocol", o.protocol);
+  if (!protocol.ok()) return protocol.status();
+  if (*protocol != "sliding" && *protocol != "wikitext") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.path(), ".protocol: unknown protocol '", *protocol,
+                     "' (valid: sliding, wikitext)"));
+  }
+  o.protocol = *protocol;
+  auto limit = params.GetInt("limit", 0);
+  if (!limit.ok()) return limit.status();
+  if (*limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.path(), ".limit: must be >= 0, got ", *limit));
+  }
+  o.limit = *limit;
+  auto corpus =
+      params.GetString("corpus", o.protocol == "wikitext" ? "wikitext2" : "");
   if (!corpus.ok()) return corpus.status();
+  if (o.protocol == "wikitext" && *corpus != "wikitext2") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.path(),
+                     ".corpus: the wikitext protocol reads wikitext2 only, "
+                     "got '",
+                     *corpus, "'"));
+  }
   if (corpus->empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         params.path(), ".corpus: required (a registered corpus or a file)"));
@@ -49,10 +75,20 @@ absl::StatusOr<std::unique_ptr<Metric>> PerplexityMetric::Create(
   o.stride = *stride;
   o.max_tokens = *max_tokens;
   o.add_special = *add_special;
-  return std::make_unique<PerplexityMetric>(std::move(o));
+  const bool context_given = params.Has("context");
+  return std::make_unique<PerplexityMetric>(std::move(o), context_given);
 }
 
 std::string PerplexityMetric::Protocol() const {
+  if (options_.protocol == "wikitext") {
+    return absl::StrCat(
+        "lm-eval wikitext: WikiText-2 test documents, detokenized, rolling "
+        "windows of ",
+        context_given_ ? absl::StrCat(options_.context) : "max_length",
+        " tokens",
+        options_.limit > 0 ? absl::StrCat(", first ", options_.limit, " docs")
+                           : "");
+  }
   return absl::StrCat(
       "token ppl of ", options_.corpus, ", sliding window context ",
       options_.context, " stride ", options_.stride,
@@ -63,6 +99,7 @@ std::string PerplexityMetric::Protocol() const {
 
 absl::StatusOr<std::vector<MetricRow>> PerplexityMetric::Run(
     const MetricModel& model, const ProgressFn& progress) {
+  if (options_.protocol == "wikitext") return RunWikitext(model, progress);
   auto corpus = LoadCorpus(options_.corpus);
   if (!corpus.ok()) return corpus.status();
   std::vector<int32_t> ids =
@@ -119,10 +156,69 @@ absl::StatusOr<std::vector<MetricRow>> PerplexityMetric::Run(
   return rows;
 }
 
+absl::StatusOr<std::vector<MetricRow>> PerplexityMetric::RunWikitext(
+    const MetricModel& model, const ProgressFn& progress) {
+  auto docs = LoadWikitextDocumentsFromData();
+  if (!docs.ok()) return docs.status();
+  if (options_.limit > 0 &&
+      static_cast<int64_t>(docs->size()) > options_.limit) {
+    docs->resize(options_.limit);
+  }
+  const Tokenizer& tok = *model.tokenizer;
+  const std::optional<int32_t> prefix =
+      tok.bos_id() ? tok.bos_id() : tok.eos_id();
+  if (!prefix) {
+    return absl::FailedPreconditionError(
+        "the wikitext protocol needs a BOS or EOS token as prefix token");
+  }
+  const int64_t max_length =
+      context_given_ ? options_.context : DefaultMaxLength(model.model->config);
+  Session session(model.model->config, model.model->weights, *model.backend,
+                  *model.method, max_length);
+  double logprob = 0;
+  int64_t words = 0, bytes = 0, tokens = 0, windows = 0;
+  for (size_t d = 0; d < docs->size(); ++d) {
+    const std::string& page = (*docs)[d];
+    // lm-eval's tok_encode: no special tokens (add_bos_token=False).
+    const std::vector<int32_t> ids =
+        tok.Encode(WikitextDetokenize(page), false);
+    auto r = RollingLoglikelihood(session, ids, *prefix, max_length);
+    if (!r.ok()) return r.status();
+    logprob += r->logprob;
+    tokens += r->tokens;
+    windows += r->windows;
+    words += WikitextWordCount(page);
+    bytes += static_cast<int64_t>(page.size());
+    if (progress) progress(static_cast<int64_t>(d + 1), docs->size());
+  }
+  const nlohmann::json details = {
+      {"protocol", Protocol()},   {"documents", docs->size()},
+      {"tokens", tokens},         {"windows", windows},
+      {"words", words},           {"bytes", bytes},
+      {"max_length", max_length}, {"loglikelihood", logprob},
+  };
+  std::vector<MetricRow> rows(3);
+  const char* names[3] = {"word_perplexity", "byte_perplexity",
+                          "bits_per_byte"};
+  const double values[3] = {std::exp(-logprob / words),
+                            std::exp(-logprob / bytes),
+                            -logprob / bytes / std::numbers::ln2};
+  const int64_t counts[3] = {words, bytes, bytes};
+  for (int i = 0; i < 3; ++i) {
+    rows[i].metric = names[i];
+    rows[i].task = "wikitext";
+    rows[i].value = values[i];
+    rows[i].n = counts[i];
+    rows[i].details = details;
+  }
+  return rows;
+}
+
 MetricInfo PerplexityMetricInfo() {
   return {"perplexity",
           "token-level sliding-window perplexity of a corpus",
-          {"corpus", "context", "stride", "max_tokens", "add_special"},
+          {"protocol", "corpus", "context", "stride", "max_tokens",
+           "add_special", "limit"},
           &PerplexityMetric::Create};
 }
 

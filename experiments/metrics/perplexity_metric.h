@@ -1,6 +1,9 @@
-// The `perplexity` metric of experiment configs: token-level sliding-window
-// perplexity (experiments/metrics/perplexity.h) of a registered corpus or a
-// text file.
+// The `perplexity` metric of experiment configs. Two protocols:
+//  - "sliding" (default): token-level sliding-window perplexity
+//    (experiments/metrics/perplexity.h) of a registered corpus or a file;
+//  - "wikitext": lm-eval's `wikitext` task: WikiText-2 test documents,
+//    detokenized, scored with loglikelihood_rolling (windows of max_length),
+//    reported as word_perplexity, byte_perplexity and bits_per_byte.
 #ifndef DYNSPARSE_EXPERIMENTS_METRICS_PERPLEXITY_METRIC_H_
 #define DYNSPARSE_EXPERIMENTS_METRICS_PERPLEXITY_METRIC_H_
 
@@ -14,7 +17,9 @@
 namespace dynsparse {
 
 struct PerplexityMetricOptions {
+  std::string protocol = "sliding";  // "sliding" | "wikitext"
   std::string corpus;  // Registered corpus name or a UTF-8 text file.
+  int64_t limit = 0;   // wikitext: first N documents (0 = all).
   int64_t context = 1024;
   int64_t stride = 512;
   int64_t max_tokens = 0;  // Score only the first N tokens (0 = all).
@@ -24,8 +29,8 @@ struct PerplexityMetricOptions {
 
 class PerplexityMetric : public Metric {
  public:
-  explicit PerplexityMetric(PerplexityMetricOptions options)
-      : options_(std::move(options)) {}
+  PerplexityMetric(PerplexityMetricOptions options, bool context_given)
+      : options_(std::move(options)), context_given_(context_given) {}
   static absl::StatusOr<std::unique_ptr<Metric>> Create(
       const MetricParams& params);
 
@@ -34,7 +39,11 @@ class PerplexityMetric : public Metric {
       const MetricModel& model, const ProgressFn& progress) override;
 
  private:
+  absl::StatusOr<std::vector<MetricRow>> RunWikitext(
+      const MetricModel& model, const ProgressFn& progress);
+
   PerplexityMetricOptions options_;
+  bool context_given_ = false;  // wikitext: else the model's max length.
 };
 
 MetricInfo PerplexityMetricInfo();

@@ -18,7 +18,7 @@ namespace dynsparse::testing {
 struct TestModel {
   LoadedModel model;
   std::unique_ptr<Tokenizer> tokenizer;
-  CpuBackend backend{2};
+  CpuBackend backend{1};  // Tiny model: threads only add spin-waits.
   DenseMethod method;
   MetricModel view() {
     return {.model = &model,

@@ -43,8 +43,8 @@ TEST(MetricRegistryTest, PerplexityValidatesParameters) {
   EXPECT_EQ(bad({{"corpus", text}, {"context", 8}, {"stride", 9}}),
             "metrics[0].stride: must be in [1, context=8], got 9");
   EXPECT_EQ(bad({{"corpus", text}, {"contxt", 8}}),
-            "metrics[0]: unknown key 'contxt' (valid: corpus, context, "
-            "stride, max_tokens, add_special)");
+            "metrics[0]: unknown key 'contxt' (valid: protocol, corpus, "
+            "context, stride, max_tokens, add_special, limit)");
   EXPECT_EQ(bad(json::object()),
             "metrics[0].corpus: required (a registered corpus or a file)");
   EXPECT_THAT(bad({{"corpus", "nope"}}),
@@ -101,6 +101,59 @@ TEST(PerplexityMetricTest, MaxTokensTruncatesAndDropsBitsPerByte) {
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].n, 4);
+}
+
+}  // namespace
+}  // namespace dynsparse
+
+namespace dynsparse {
+namespace {
+
+// lm-eval wikitext (document-level rolling log-likelihood) against the Python
+// re-implementation with HF transformers (tools/parity/lm_eval_reference.py
+// score --wikitext-docs N -> tests/fixtures/zeroshot/tiny-llama-chat/).
+TEST(PerplexityMetricTest, WikitextMatchesHfReference) {
+  DS_REQUIRE_DATA();
+  const std::string path =
+      testing::FixturePath("zeroshot/tiny-llama-chat/wikitext.json");
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path
+                 << " is missing: run tools/parity/lm_eval_reference.py";
+  }
+  std::ifstream in(path);
+  const json ref = json::parse(in);
+  auto tm = testing::OpenTinyLlama();
+  ASSERT_NE(tm, nullptr);
+  // The first document keeps the test fast; the fixture holds them all.
+  const int64_t docs = 1;
+  ASSERT_GE(ref["docs"].size(), 1u);
+  auto metric =
+      CreateMetric("perplexity",
+                   MetricParams(json{{"protocol", "wikitext"}, {"limit", docs}},
+                                "metrics[0]"));
+  ASSERT_TRUE(metric.ok()) << metric.status();
+  auto rows = (*metric)->Run(tm->view(), nullptr);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 3u);
+  const json& want = ref["docs"][0];
+  const double want_ll = want["loglikelihood"].get<double>();
+  const int64_t want_tokens = want["tokens"].get<int64_t>();
+  const double words = want["words"].get<double>();
+  const double bytes = want["bytes"].get<double>();
+  const json& details = (*rows)[0].details;
+  EXPECT_EQ(details["tokens"].get<int64_t>(), want_tokens);
+  EXPECT_EQ(details["words"].get<int64_t>(), want["words"].get<int64_t>());
+  EXPECT_EQ(details["bytes"].get<int64_t>(), want["bytes"].get<int64_t>());
+  EXPECT_EQ(details["max_length"].get<int64_t>(),
+            ref["max_length"].get<int64_t>());
+  const double ll = details["loglikelihood"].get<double>();
+  EXPECT_NEAR(ll, want_ll, 1e-6 * std::abs(want_ll));
+  EXPECT_EQ((*rows)[0].metric, "word_perplexity");
+  EXPECT_NEAR(std::log((*rows)[0].value), -want_ll / words, 1e-5);
+  EXPECT_NEAR(std::log((*rows)[1].value), -want_ll / bytes, 1e-5);
+  EXPECT_NEAR((*rows)[2].value, -want_ll / bytes / std::numbers::ln2, 1e-5);
+  std::cerr << "wikitext: " << docs << " docs, " << want_tokens
+            << " tokens, loglikelihood " << ll << " (ref " << want_ll << ")\n";
 }
 
 }  // namespace

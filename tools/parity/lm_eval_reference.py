@@ -180,6 +180,63 @@ TASKS = {
 
 
 # ----------------------------------------------------------------------------------------------
+# WikiText-2 documents for lm-eval's `wikitext` task (EleutherAI/wikitext_document_level).
+# ----------------------------------------------------------------------------------------------
+
+def wikitext_pages(data: Path) -> list[str]:
+    """The original wiki.test.raw rebuilt (the shared copy has CRLF and no blank lines; the
+    tokenized file shows where the " " blank lines were), cut at each top-level heading."""
+    raw = [l[:-1] if l.endswith("\r") else l
+           for l in (data / "wikitext2/wiki.test.raw").read_text(encoding="utf-8").split("\n")]
+    if raw and raw[-1] == "":
+        raw.pop()
+    tokens = (data / "wikitext2/wiki.test.tokens").read_text(encoding="utf-8").split("\n")
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    it = iter(raw)
+    lines = [" " if t.strip() == "" else next(it) for t in tokens] + [""]
+    pages, page = [], []
+    for line in lines:
+        heading = line.replace("= = =", "===").replace("= =", "==").strip()
+        if heading.startswith("= ") and heading.endswith(" ="):
+            text = "\n".join(page)
+            if text.strip():
+                pages.append(text)
+            page = []
+        page.append(line)
+    pages.append("\n".join(page))
+    return pages
+
+
+# lm-eval's wikitext_detokenizer, as (kind, pattern, replacement) steps in its order.
+WIKITEXT_STEPS = [
+    ("str", "s '", "s'"), ("re", r"/' [0-9]/", r"/'[0-9]/"),
+    ("str", " @-@ ", "-"), ("str", " @,@ ", ","), ("str", " @.@ ", "."),
+    ("str", " : ", ": "), ("str", " ; ", "; "), ("str", " . ", ". "), ("str", " ! ", "! "),
+    ("str", " ? ", "? "), ("str", " , ", ", "),
+    ("re", r"\(\s*([^\)]*?)\s*\)", r"(\1)"), ("re", r"\[\s*([^\]]*?)\s*\]", r"[\1]"),
+    ("re", r"{\s*([^}]*?)\s*}", r"{\1}"), ("re", r"\"\s*([^\"]*?)\s*\"", r'"\1"'),
+    ("re", r"'\s*([^']*?)\s*'", r"'\1'"),
+    ("str", "= = = =", "===="), ("str", "= = =", "==="), ("str", "= =", "=="),
+    ("str", " \u00b0 ", "\u00b0"), ("str", " \n", "\n"), ("str", "\n ", "\n"),
+    ("str", " N ", " 1 "), ("str", " 's", "'s"),
+]
+
+
+def wikitext_detokenize(text: str) -> str:
+    for kind, a, b in WIKITEXT_STEPS:
+        text = text.replace(a, b) if kind == "str" else re.sub(a, b, text)
+    return text
+
+
+def fnv1a64(text: str) -> int:
+    h = 0xcbf29ce484222325
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+# ----------------------------------------------------------------------------------------------
 # Requests, as lm-eval's ConfigurableTask.fewshot_context + construct_requests build them.
 # ----------------------------------------------------------------------------------------------
 
@@ -252,6 +309,8 @@ def score(args) -> None:
     out_dir = (Path(args.out) if args.out else FIXTURES) / name
     out_dir.mkdir(parents=True, exist_ok=True)
     data = Path(os.environ["DYNSPARSE_DATA"])
+    if args.wikitext_docs >= 0:
+        score_wikitext(args, tok, model, max_len, device, out_dir)
     for task in args.tasks:
         kind, delim, has_norm, loader = TASKS[task]
         t0 = time.time()
@@ -270,11 +329,15 @@ def score(args) -> None:
                 sel = logp[len(inp) - n:len(inp)]
                 target = torch.tensor(cont_enc, device=device)
                 greedy = bool((sel.argmax(dim=-1) == target).all())
-                ll = float(sel.gather(1, target.unsqueeze(-1)).sum())
+                token_lls = sel.gather(1, target.unsqueeze(-1))
+                # lm-eval sums the float32 token log-probs in float32 (logprob_f32, which decides
+                # pred as in lm-eval); "logprob" sums the same float32 values in float64, free of
+                # the float32 rounding of a sum of hundreds of terms (~1e-4 at |ll| ~ 2000).
                 results.append({"context": ctx, "continuation": cont,
                                 "context_tokens": ctx_enc, "continuation_tokens": cont_enc,
-                                "logprob": ll, "is_greedy": greedy})
-            lls = [r["logprob"] for r in results]
+                                "logprob": float(token_lls.double().sum()),
+                                "logprob_f32": float(token_lls.sum()), "is_greedy": greedy})
+            lls = [r["logprob_f32"] for r in results]
             pred = max(range(len(lls)), key=lambda i: (lls[i], -i))
             lens = [float(len(c)) for c in doc["choices"]]
             normed = [l / n for l, n in zip(lls, lens)]
@@ -300,6 +363,50 @@ def score(args) -> None:
               + f" ({time.time() - t0:.1f}s) -> {path}", file=sys.stderr)
 
 
+def rolling_windows(tokens: list[int], prefix: int, max_len: int):
+    """(input, targets) pairs of lm-eval's loglikelihood_rolling with context_len 1."""
+    first = min(max_len, len(tokens))
+    yield [prefix] + tokens[:first - 1], tokens[:first]
+    done = first
+    while done < len(tokens):
+        n = min(len(tokens) - done, max_len)
+        end = done + n
+        context = tokens[end - max_len - 1:end - 1]
+        context = context[:len(context) - (n - 1)]   # make_disjoint_window
+        full = (context + tokens[end - n:end])[-(max_len + 1):]
+        yield full[:-1], tokens[end - n:end]
+        done = end
+
+
+def score_wikitext(args, tok, model, max_len, device, out_dir) -> None:
+    import torch
+
+    data = Path(os.environ["DYNSPARSE_DATA"])
+    pages = wikitext_pages(data)[: args.wikitext_docs or None]
+    prefix = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    docs, total, words, nbytes = [], 0.0, 0, 0
+    t0 = time.time()
+    for page in pages:
+        ids = tok.encode(wikitext_detokenize(page), add_special_tokens=False)
+        ll = 0.0
+        for inp, targets in rolling_windows(ids, prefix, max_len):
+            with torch.no_grad():
+                logits = model(torch.tensor([inp], device=device)).logits[0].float()
+                logp = torch.nn.functional.log_softmax(logits, dim=-1)[len(inp) - len(targets):]
+            ll += float(logp.gather(1, torch.tensor(targets, device=device).unsqueeze(-1)).double().sum())
+        w, b = len(re.split(r"\s+", page)), len(page.encode("utf-8"))
+        docs.append({"tokens": len(ids), "loglikelihood": ll, "words": w, "bytes": b})
+        total, words, nbytes = total + ll, words + w, nbytes + b
+    result = {"task": "wikitext", "model": Path(args.model).name, "max_length": max_len,
+              "documents": len(docs), "word_perplexity": math.exp(-total / words),
+              "byte_perplexity": math.exp(-total / nbytes),
+              "bits_per_byte": -total / nbytes / math.log(2), "docs": docs}
+    path = out_dir / "wikitext.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wikitext: {len(docs)} docs, word ppl {result['word_perplexity']:.4f} "
+          f"({time.time() - t0:.1f}s) -> {path}", file=sys.stderr)
+
+
 def requests_fixture(args) -> None:
     data = Path(os.environ["DYNSPARSE_DATA"])
     fixture = {"limit": args.limit, "seed": 1234, "tasks": {}}
@@ -310,6 +417,10 @@ def requests_fixture(args) -> None:
             "0shot": build_requests(task, docs, args.limit, 0),
             "2shot": build_requests(task, docs, args.limit, 2),
         }
+    pages = wikitext_pages(data)
+    fixture["wikitext"] = [{"words": len(re.split(r"\s+", p)), "bytes": len(p.encode("utf-8")),
+                            "detokenized_fnv1a64": str(fnv1a64(wikitext_detokenize(p))),
+                            "detokenized_chars": len(wikitext_detokenize(p))} for p in pages]
     # Python's random.sample itself, for the C++ PythonRandom test.
     rnd = random.Random(1234)
     fixture["python_random_1234"] = {
@@ -333,6 +444,8 @@ def main() -> None:
     s.add_argument("--tasks", nargs="+", default=["piqa", "hellaswag", "winogrande"])
     s.add_argument("--limit", type=int, default=200)
     s.add_argument("--device", default="cpu")
+    s.add_argument("--wikitext-docs", type=int, default=0,
+                   help="also score lm-eval wikitext on the first N documents (0 = all, -1 = skip)")
     s.add_argument("--out", default="", help="folder holding <model-name>/ (default the fixtures)")
     args = p.parse_args()
     if "DYNSPARSE_DATA" not in os.environ:
