@@ -7,6 +7,23 @@
 
 namespace dynsparse {
 
+void Backend::LinearGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                          absl::Span<const Tensor* const> b,
+                          absl::Span<Tensor* const> y) {
+  for (size_t i = 0; i < w.size(); ++i) Linear(x, *w[i], *b[i], y[i]);
+}
+
+void Backend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
+                      const Tensor& weight, const Tensor& bias, double eps,
+                      Tensor* y) {
+  AddInPlace(delta, x);
+  if (rms) {
+    RmsNorm(*x, weight, eps, y);
+  } else {
+    LayerNorm(*x, weight, bias, eps, y);
+  }
+}
+
 absl::StatusOr<double> Backend::MeasureCopyBandwidth(int64_t bytes) {
   if (bytes <= 0) return absl::InvalidArgumentError("copy size must be > 0");
   // Host memory: a plain memcpy between two buffers the size of the request.

@@ -66,6 +66,19 @@ class Backend {
   // y = x * w^T (+ bias): x [n, in] f32, w [out, in], bias [out] or empty.
   virtual void Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Tensor* y) = 0;
+  // y[i] = x * w[i]^T (+ b[i]) for weights sharing one input (q/k/v,
+  // up/gate); b[i] may be empty. Runs Linear per weight unless the backend
+  // fuses them (CUDA: one GEMV when the weights, biases and outputs are
+  // adjacent in memory).
+  virtual void LinearGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                           absl::Span<const Tensor* const> b,
+                           absl::Span<Tensor* const> y);
+  // h = x + delta (x updated in place), then y = norm(h) with LayerNorm
+  // (bias may be empty: weight and bias as LayerNorm) or RmsNorm (`rms`).
+  // The residual add and the next block's pre-norm in one pass on CUDA.
+  virtual void AddNorm(const Tensor& delta, Tensor* x, bool rms,
+                       const Tensor& weight, const Tensor& bias, double eps,
+                       Tensor* y);
   virtual void LayerNorm(const Tensor& x, const Tensor& weight,
                          const Tensor& bias, double eps, Tensor* y) = 0;
   virtual void RmsNorm(const Tensor& x, const Tensor& weight, double eps,

@@ -101,6 +101,7 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
                                         Phase phase, int64_t first_logit_row) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor x = Embed(tokens, positions);
+  Tensor pending;  // Pre-norm: the last block's output, not yet added to x.
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     TokenSelection keep;
     method_.SelectTokens({layer, phase}, n, &keep);
@@ -108,15 +109,26 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
       return absl::UnimplementedError(
           "token pruning needs the token-axis machinery (LazyLLM issue)");
     }
-    RunLayer(layer, phase, positions, &x);
+    RunLayer(layer, phase, positions, &x, &pending);
   }
 
   Tensor rows = x.Rows(first_logit_row, n);
   const int64_t out_rows = n - first_logit_row;
-  if (config_.final_norm) {
+  if (!pending.empty() && config_.final_norm) {
     Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
-    Norm(rows, weights_.final_norm_w, weights_.final_norm_b, &normed);
+    backend_.AddNorm(pending.Rows(first_logit_row, n), &rows,
+                     config_.family != ModelFamily::kOpt, weights_.final_norm_w,
+                     weights_.final_norm_b, config_.norm_eps, &normed);
     rows = normed;
+  } else {
+    if (!pending.empty()) {
+      backend_.AddInPlace(pending.Rows(first_logit_row, n), &rows);
+    }
+    if (config_.final_norm) {
+      Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
+      Norm(rows, weights_.final_norm_w, weights_.final_norm_b, &normed);
+      rows = normed;
+    }
   }
   if (config_.has_projection()) {
     Tensor projected =
@@ -161,49 +173,82 @@ void Session::Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
   }
 }
 
-Tensor Session::BlockInput(const Tensor& x, const Tensor& weight,
+Tensor Session::BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
                            const Tensor& bias) {
-  if (!config_.pre_norm) return x;
-  Tensor normed = backend_.Allocate(DType::kF32, x.shape());
-  Norm(x, weight, bias, &normed);
+  if (!config_.pre_norm) return *x;
+  Tensor normed = backend_.Allocate(DType::kF32, x->shape());
+  if (!pending->empty()) {
+    // The previous block's residual add fused with this block's norm.
+    backend_.AddNorm(*pending, x, config_.family != ModelFamily::kOpt, weight,
+                     bias, config_.norm_eps, &normed);
+    *pending = Tensor();
+  } else {
+    Norm(*x, weight, bias, &normed);
+  }
   return normed;
 }
 
-void Session::PostNorm(const Tensor& weight, const Tensor& bias, Tensor* x) {
-  if (config_.pre_norm) return;
+void Session::EndBlock(const Tensor& out, const Tensor& norm_weight,
+                       const Tensor& norm_bias, Tensor* x, Tensor* pending) {
+  if (config_.pre_norm) {
+    *pending = out;  // Added by the next block's (or the final) norm.
+    return;
+  }
+  backend_.AddInPlace(out, x);
   Tensor normed = backend_.Allocate(DType::kF32, x->shape());
-  Norm(*x, weight, bias, &normed);
+  Norm(*x, norm_weight, norm_bias, &normed);
   *x = normed;
 }
 
 void Session::RunLayer(int64_t layer, Phase phase,
-                       absl::Span<const int32_t> positions, Tensor* x) {
-  Attention(layer, phase, positions, x);
-  Mlp(layer, phase, x);
+                       absl::Span<const int32_t> positions, Tensor* x,
+                       Tensor* pending) {
+  Attention(layer, phase, positions, x, pending);
+  Mlp(layer, phase, x, pending);
 }
 
+// For a single row, projections that share an input are written into one
+// buffer (adjacent slices), which lets a backend run them as one GEMV and
+// rotate q and k in one RoPE pass.
 void Session::Attention(int64_t layer, Phase phase,
-                        absl::Span<const int32_t> positions, Tensor* x) {
+                        absl::Span<const int32_t> positions, Tensor* x,
+                        Tensor* pending) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = x->dim(0);
+  const Tensor h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
   UnitSelection heads;
   method_.SelectHeads({layer, phase}, *x, &heads);
 
-  const Tensor h = BlockInput(*x, w.attn_norm_w, w.attn_norm_b);
-  Tensor q = backend_.Allocate(DType::kF32, {n, config_.q_dim()});
-  Tensor k = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
-  Tensor v = backend_.Allocate(DType::kF32, {n, config_.kv_dim()});
-  backend_.Linear(h, w.wq, w.bq, &q);
-  backend_.Linear(h, w.wk, w.bk, &k);
-  backend_.Linear(h, w.wv, w.bv, &v);
+  const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
+  Tensor q, k, v, qkv;
+  if (n == 1) {
+    qkv = backend_.Allocate(DType::kF32, {qd + 2 * kvd});
+    q = qkv.Rows(0, qd).Reshape({1, qd});
+    k = qkv.Rows(qd, qd + kvd).Reshape({1, kvd});
+    v = qkv.Rows(qd + kvd, qd + 2 * kvd).Reshape({1, kvd});
+  } else {
+    q = backend_.Allocate(DType::kF32, {n, qd});
+    k = backend_.Allocate(DType::kF32, {n, kvd});
+    v = backend_.Allocate(DType::kF32, {n, kvd});
+  }
+  const Tensor* ws[] = {&w.wq, &w.wk, &w.wv};
+  const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
+  Tensor* ys[] = {&q, &k, &v};
+  backend_.LinearGroup(h, ws, bs, ys);
   if (rope_.enabled()) {
-    backend_.ApplyRope(rope_, positions, config_.num_heads, &q);
-    backend_.ApplyRope(rope_, positions, config_.num_kv_heads, &k);
+    if (n == 1) {
+      Tensor qk = qkv.Rows(0, qd + kvd).Reshape({1, qd + kvd});
+      backend_.ApplyRope(rope_, positions,
+                         config_.num_heads + config_.num_kv_heads, &qk);
+    } else {
+      backend_.ApplyRope(rope_, positions, config_.num_heads, &q);
+      backend_.ApplyRope(rope_, positions, config_.num_kv_heads, &k);
+    }
   }
   backend_.WriteRows(k, positions, &cache_.keys(layer));
   backend_.WriteRows(v, positions, &cache_.values(layer));
 
-  Tensor context = backend_.Allocate(DType::kF32, {n, config_.q_dim()});
+  Tensor context = backend_.Allocate(DType::kF32, {n, qd});
   AttentionArgs args;
   args.q = &q;
   args.k_cache = &cache_.keys(layer);
@@ -220,33 +265,43 @@ void Session::Attention(int64_t layer, Phase phase,
 
   Tensor out = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(context, w.wo, w.bo, &out);
-  backend_.AddInPlace(out, x);
-  PostNorm(w.attn_norm_w, w.attn_norm_b, x);
+  EndBlock(out, w.attn_norm_w, w.attn_norm_b, x, pending);
 }
 
-void Session::Mlp(int64_t layer, Phase phase, Tensor* x) {
+void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = x->dim(0);
+  const int64_t inter = config_.intermediate_size;
+  const Tensor h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
 
-  const Tensor h = BlockInput(*x, w.mlp_norm_w, w.mlp_norm_b);
-  Tensor up = backend_.Allocate(DType::kF32, {n, config_.intermediate_size});
-  backend_.Linear(h, w.w_up, w.b_up, &up);
+  Tensor up;
   if (config_.gated_mlp) {
-    Tensor gate =
-        backend_.Allocate(DType::kF32, {n, config_.intermediate_size});
-    backend_.Linear(h, w.w_gate, w.b_gate, &gate);
+    Tensor gate;
+    if (n == 1) {
+      Tensor both = backend_.Allocate(DType::kF32, {2 * inter});
+      up = both.Rows(0, inter).Reshape({1, inter});
+      gate = both.Rows(inter, 2 * inter).Reshape({1, inter});
+    } else {
+      up = backend_.Allocate(DType::kF32, {n, inter});
+      gate = backend_.Allocate(DType::kF32, {n, inter});
+    }
+    const Tensor* ws[] = {&w.w_up, &w.w_gate};
+    const Tensor* bs[] = {&w.b_up, &w.b_gate};
+    Tensor* ys[] = {&up, &gate};
+    backend_.LinearGroup(h, ws, bs, ys);
     backend_.GatedActivate(config_.activation, gate, &up);
   } else {
+    up = backend_.Allocate(DType::kF32, {n, inter});
+    backend_.Linear(h, w.w_up, w.b_up, &up);
     backend_.Activate(config_.activation, &up);
   }
   if (!neurons.all) backend_.MaskUnits(neurons, 1, &up);
 
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
-  backend_.AddInPlace(down, x);
-  PostNorm(w.mlp_norm_w, w.mlp_norm_b, x);
+  EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
 }
 
 }  // namespace dynsparse

@@ -49,17 +49,23 @@ class Session {
                                  Phase phase, int64_t first_logit_row);
   Tensor Embed(absl::Span<const int32_t> tokens,
                absl::Span<const int32_t> positions);
+  // `pending` carries a pre-norm block's output until the next norm adds it
+  // to the residual stream x (Backend::AddNorm); post-norm models add at once.
   void RunLayer(int64_t layer, Phase phase, absl::Span<const int32_t> positions,
-                Tensor* x);
+                Tensor* x, Tensor* pending);
   void Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
             Tensor* y);
-  // Pre-LN models norm a block's input (returned); post-LN models (OPT-350m)
-  // use the raw input and norm the block's output after the residual add.
-  Tensor BlockInput(const Tensor& x, const Tensor& weight, const Tensor& bias);
-  void PostNorm(const Tensor& weight, const Tensor& bias, Tensor* x);
+  // Pre-LN models norm a block's input (returned), folding in the pending
+  // residual first; post-LN models (OPT-350m) use x itself and norm the
+  // block's output after the residual add (EndBlock).
+  Tensor BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
+                    const Tensor& bias);
+  void EndBlock(const Tensor& out, const Tensor& norm_weight,
+                const Tensor& norm_bias, Tensor* x, Tensor* pending);
   void Attention(int64_t layer, Phase phase,
-                 absl::Span<const int32_t> positions, Tensor* x);
-  void Mlp(int64_t layer, Phase phase, Tensor* x);
+                 absl::Span<const int32_t> positions, Tensor* x,
+                 Tensor* pending);
+  void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;

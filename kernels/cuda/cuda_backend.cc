@@ -34,7 +34,32 @@ enum OpCode : uint64_t {
   kOpAttention,
   kOpMask,
   kOpToHost,
+  kOpAddNorm,
 };
+
+// A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
+// tensors that sit back to back in one allocation. The parts keep it alive.
+Tensor SpanOf(const Tensor& first, DType dtype, Shape shape) {
+  const size_t bytes =
+      static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  auto storage = std::make_shared<Storage>(first.raw_data(), bytes,
+                                           Device::kCuda, [](void*) {});
+  return Tensor(std::move(storage), 0, dtype, std::move(shape));
+}
+
+// True when the tensors are back to back in memory, in order, one dtype.
+bool Adjacent(absl::Span<const Tensor* const> parts) {
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const Tensor& a = *parts[i];
+    const Tensor& b = *parts[i + 1];
+    if (a.empty() || b.empty() || a.dtype() != b.dtype() ||
+        a.device() != Device::kCuda || b.device() != Device::kCuda ||
+        static_cast<const char*>(a.raw_data()) + a.bytes() != b.raw_data()) {
+      return false;
+    }
+  }
+  return true;
+}
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -339,6 +364,50 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
       MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w), bias), *y);
   if (!Op(sig)) return;
   Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y), "Linear");
+}
+
+void CudaBackend::LinearGroup(const Tensor& x,
+                              absl::Span<const Tensor* const> w,
+                              absl::Span<const Tensor* const> b,
+                              absl::Span<Tensor* const> y) {
+  // One GEMV over the concatenated weights when a single row's outputs are
+  // adjacent too (Session allocates them so) and the weights were uploaded
+  // back to back (UploadWeights, DeviceRandomWeights).
+  bool fuse = x.rank() == 2 && x.dim(0) == 1 && w.size() > 1 && Adjacent(w) &&
+              Adjacent(y);
+  bool any_bias = false, all_bias = true;
+  for (const Tensor* t : b) {
+    any_bias |= !t->empty();
+    all_bias &= !t->empty();
+  }
+  if (fuse && any_bias) fuse = all_bias && Adjacent(b);
+  int64_t out = 0;
+  for (size_t i = 0; fuse && i < w.size(); ++i) {
+    fuse = w[i]->rank() == 2 && w[i]->dim(1) == x.dim(1) && y[i]->rank() == 2 &&
+           y[i]->dim(0) == 1 && y[i]->dim(1) == w[i]->dim(0) &&
+           y[i]->dtype() == DType::kF32;
+    out += w[i]->dim(0);
+  }
+  if (!fuse) {
+    Backend::LinearGroup(x, w, b, y);
+    return;
+  }
+  const Tensor fw = SpanOf(*w[0], w[0]->dtype(), {out, x.dim(1)});
+  const Tensor fb = any_bias ? SpanOf(*b[0], b[0]->dtype(), {out}) : Tensor();
+  Tensor fy = SpanOf(*y[0], DType::kF32, {1, out});
+  Linear(x, fw, fb, &fy);
+}
+
+void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
+                          const Tensor& weight, const Tensor& bias, double eps,
+                          Tensor* y) {
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpAddNorm, delta), *x), *y);
+  sig = MixDouble(Mix(MixTensor(MixTensor(sig, weight), bias), rms), eps);
+  if (!Op(sig)) return;
+  // norms.h: the kernel's input is residual + x, written back to residual.
+  Check(rms ? cuda::RmsNorm(*ctx_, delta, weight, eps, y, x)
+            : cuda::LayerNorm(*ctx_, delta, weight, bias, eps, y, x),
+        "AddNorm");
 }
 
 void CudaBackend::LayerNorm(const Tensor& x, const Tensor& weight,

@@ -70,6 +70,11 @@ class CudaBackend : public Backend {
              Tensor* out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
               Tensor* y) override;
+  void LinearGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                   absl::Span<const Tensor* const> b,
+                   absl::Span<Tensor* const> y) override;
+  void AddNorm(const Tensor& delta, Tensor* x, bool rms, const Tensor& weight,
+               const Tensor& bias, double eps, Tensor* y) override;
   void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  double eps, Tensor* y) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, double eps,

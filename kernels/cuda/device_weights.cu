@@ -146,6 +146,44 @@ absl::StatusOr<ModelWeights> UploadWeights(const DeviceContext& ctx,
   ModelWeights device = host;
   std::map<const void*, Tensor> uploaded;
   absl::Status status;
+  // Projections that share an input go into one allocation, back to back,
+  // so CudaBackend::LinearGroup can run them as one GEMV.
+  auto upload_group = [&](std::initializer_list<Tensor*> parts) {
+    if (!status.ok()) return;
+    int64_t rows = 0;
+    const Tensor& first = **parts.begin();
+    for (Tensor* t : parts) {
+      if (t->empty() || t->device() != Device::kCpu ||
+          t->dtype() != first.dtype() || t->rank() != first.rank() ||
+          (t->rank() == 2 && t->dim(1) != first.dim(1))) {
+        return;  // Uploaded one by one below.
+      }
+      rows += t->dim(0);
+    }
+    Shape shape = first.shape();
+    shape[0] = rows;
+    absl::StatusOr<Tensor> parent = AllocateDevice(ctx, first.dtype(), shape);
+    if (!parent.ok()) {
+      status = parent.status();
+      return;
+    }
+    int64_t row = 0;
+    for (Tensor* t : parts) {
+      Tensor slice = parent->Rows(row, row + t->dim(0));
+      row += t->dim(0);
+      if (absl::Status s = CopyHostToDevice(ctx, *t, &slice); !s.ok()) {
+        status = s;
+        return;
+      }
+      *t = slice;
+    }
+  };
+  for (LayerWeights& l : device.layers) {
+    upload_group({&l.wq, &l.wk, &l.wv});
+    upload_group({&l.bq, &l.bk, &l.bv});
+    upload_group({&l.w_up, &l.w_gate});
+    upload_group({&l.b_up, &l.b_gate});
+  }
   ForEachSlot(device, [&](Tensor& t) {
     if (t.empty() || !status.ok()) return;
     if (t.device() == Device::kCuda) return;
@@ -196,21 +234,41 @@ absl::StatusOr<ModelWeights> DeviceRandomWeights(const DeviceContext& ctx,
     LayerWeights layer;
     layer.attn_norm_w = f.NormWeight(h);
     layer.attn_norm_b = f.Bias(opt, h);
-    layer.wq = f.Linear(c.q_dim(), h);
-    layer.wk = f.Linear(c.kv_dim(), h);
-    layer.wv = f.Linear(c.kv_dim(), h);
+    // q, k and v (and up, gate) back to back, as UploadWeights lays them.
+    const int64_t qd = c.q_dim(), kvd = c.kv_dim();
+    const Tensor qkv = f.Linear(qd + 2 * kvd, h);
+    if (!f.status().ok()) break;
+    layer.wq = qkv.Rows(0, qd);
+    layer.wk = qkv.Rows(qd, qd + kvd);
+    layer.wv = qkv.Rows(qd + kvd, qd + 2 * kvd);
     layer.wo = f.Linear(h, c.q_dim());
-    layer.bq = f.Bias(c.qkv_bias, c.q_dim());
-    layer.bk = f.Bias(c.qkv_bias, c.kv_dim());
-    layer.bv = f.Bias(c.qkv_bias, c.kv_dim());
+    if (c.qkv_bias) {
+      const Tensor b = f.Bias(true, qd + 2 * kvd);
+      if (!f.status().ok()) break;
+      layer.bq = b.Rows(0, qd);
+      layer.bk = b.Rows(qd, qd + kvd);
+      layer.bv = b.Rows(qd + kvd, qd + 2 * kvd);
+    }
     layer.bo = f.Bias(c.o_bias, h);
     layer.mlp_norm_w = f.NormWeight(h);
     layer.mlp_norm_b = f.Bias(opt, h);
-    layer.w_up = f.Linear(c.intermediate_size, h);
-    if (c.gated_mlp) layer.w_gate = f.Linear(c.intermediate_size, h);
-    layer.w_down = f.Linear(h, c.intermediate_size);
-    layer.b_up = f.Bias(c.mlp_bias, c.intermediate_size);
-    if (c.gated_mlp) layer.b_gate = f.Bias(c.mlp_bias, c.intermediate_size);
+    const int64_t inter = c.intermediate_size;
+    if (c.gated_mlp) {
+      const Tensor up_gate = f.Linear(2 * inter, h);
+      if (!f.status().ok()) break;
+      layer.w_up = up_gate.Rows(0, inter);
+      layer.w_gate = up_gate.Rows(inter, 2 * inter);
+      if (c.mlp_bias) {
+        const Tensor b = f.Bias(true, 2 * inter);
+        if (!f.status().ok()) break;
+        layer.b_up = b.Rows(0, inter);
+        layer.b_gate = b.Rows(inter, 2 * inter);
+      }
+    } else {
+      layer.w_up = f.Linear(inter, h);
+      layer.b_up = f.Bias(c.mlp_bias, inter);
+    }
+    layer.w_down = f.Linear(h, inter);
     layer.b_down = f.Bias(c.mlp_bias, h);
     w.layers.push_back(std::move(layer));
   }

@@ -219,7 +219,7 @@ if [[ "${DS_CUDA_SANITIZE:-0}" == 1 ]]; then
       [[ "$t" == cuda_backend_test ]] &&
         filter='*/0:*/5:*DeviceRandom*'
       echo "== $t ($filter)"
-      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$bin" "--gtest_filter=$filter" 2>&1 | grep -v '^\[ *\(RUN\|OK\) *\]'
       echo "exit status ${PIPESTATUS[0]}"
     done
