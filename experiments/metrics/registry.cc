@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "experiments/metrics/longctx_metric.h"
 #include "experiments/metrics/perplexity_metric.h"
 #include "experiments/metrics/zeroshot.h"
 
@@ -13,6 +14,7 @@ const std::vector<MetricInfo>& MetricRegistry() {
   static const auto* const kMetrics = new std::vector<MetricInfo>{
       PerplexityMetricInfo(),
       ZeroshotMetricInfo(),
+      LongctxMetricInfo(),
   };
   return *kMetrics;
 }
