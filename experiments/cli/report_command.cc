@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/cli/commands.h"
 #include "experiments/harness/config.h"
+#include "experiments/harness/json_fields.h"
 #include "experiments/harness/yaml_json.h"
 #include "experiments/report/report.h"
 
@@ -33,8 +34,8 @@ ReportOptions RecordedOptions(const std::string& dir) {
   if (report.contains("tables")) strings(report["tables"], options.tables);
   if (report.contains("plots")) strings(report["plots"], options.plots);
   if (report.contains("pareto") && report["pareto"].is_object()) {
-    options.pareto_quality = report["pareto"].value("quality", "");
-    options.pareto_cost = report["pareto"].value("cost", "");
+    options.pareto_quality = StrField(report["pareto"], "quality");
+    options.pareto_cost = StrField(report["pareto"], "cost");
   }
   return options;
 }

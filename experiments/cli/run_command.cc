@@ -16,6 +16,7 @@
 #include "experiments/cli/model_setup.h"
 #include "experiments/harness/config.h"
 #include "experiments/harness/git_info.h"
+#include "experiments/harness/json_fields.h"
 #include "experiments/harness/results_log.h"
 #include "experiments/harness/runner.h"
 #include "experiments/harness/sweep.h"
@@ -111,10 +112,10 @@ std::set<std::string> FinishedPairs(const std::string& dir,
     auto lines = ReadResultsFile(file);
     if (!lines.ok()) continue;
     for (const auto& line : *lines) {
-      if (line.value("kind", "") == "result" &&
-          line.value("status", "") == "ok" &&
-          line.value("config_hash", "") == hash) {
-        done.insert(line.value("pair", ""));
+      if (StrField(line, "kind") == "result" &&
+          StrField(line, "status") == "ok" &&
+          StrField(line, "config_hash") == hash) {
+        done.insert(StrField(line, "pair"));
       }
     }
   }

@@ -11,8 +11,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/io/json_util.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "experiments/harness/json_fields.h"
 
 namespace dynsparse {
 namespace {
@@ -55,16 +57,16 @@ std::vector<json> DropIncompleteGroups(std::vector<json> lines, int* dropped) {
     expected = 0;
   };
   for (json& line : lines) {
-    const bool result = line.value("kind", "") == "result";
-    const int64_t row = result ? line.value("row", int64_t{-1}) : -1;
+    const bool result = StrField(line, "kind") == "result";
+    const int64_t row = result ? IntField(line, "row", int64_t{-1}) : -1;
     if (!group.empty() &&
         (!result || row != static_cast<int64_t>(group.size()) ||
-         line.value("pair", "") != group[0].value("pair", ""))) {
+         StrField(line, "pair") != StrField(group[0], "pair"))) {
       flush();
     }
     if (result) {
       if (group.empty()) {
-        expected = line.value("rows", int64_t{1});
+        expected = IntField(line, "rows", int64_t{1});
         if (row != 0) {  // A group's tail without its head.
           ++*dropped;
           continue;
@@ -109,8 +111,9 @@ absl::StatusOr<std::vector<nlohmann::json>> ReadResultsFile(
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded() || !value.is_object()) {
+    auto parsed = ParseJson(line, path);
+    json value = parsed.ok() ? *std::move(parsed) : json();
+    if (!value.is_object()) {
       if (start >= text.size()) {  // A torn last line that got its newline.
         ++*dropped;
         break;
@@ -180,7 +183,7 @@ absl::StatusOr<ResultsLog> ResultsLog::Open(const std::string& dir,
     // Other shards may be writing now: read them, never repair them.
     ASSIGN_OR_RETURN(std::vector<json> lines, ReadResultsFile(file));
     for (const json& line : lines) {
-      const std::string hash = line.value("config_hash", "");
+      const std::string hash = StrField(line, "config_hash");
       if (!hash.empty() && hash != config_hash) {
         return absl::FailedPreconditionError(absl::StrCat(
             file, " holds results of another config (hash ", hash,
@@ -189,7 +192,7 @@ absl::StatusOr<ResultsLog> ResultsLog::Open(const std::string& dir,
       }
       if (file == log.path_)
         log.Note(line);
-      else if (line.value("kind", "") == "result")
+      else if (StrField(line, "kind") == "result")
         log.Note(line);
     }
   }
@@ -199,11 +202,11 @@ absl::StatusOr<ResultsLog> ResultsLog::Open(const std::string& dir,
 }
 
 void ResultsLog::Note(const nlohmann::json& line) {
-  const std::string kind = line.value("kind", "");
-  const std::string job = line.value("job", "");
+  const std::string kind = StrField(line, "kind");
+  const std::string job = StrField(line, "job");
   if (kind == "result") {
-    const std::string pair = line.value("pair", "");
-    if (line.value("status", "") == "ok") {
+    const std::string pair = StrField(line, "pair");
+    if (StrField(line, "status") == "ok") {
       ok_pairs_.insert(pair);
       error_pairs_.erase(pair);
     } else if (!ok_pairs_.count(pair)) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "experiments/harness/config.h"
+#include "experiments/harness/json_fields.h"
 #include "experiments/harness/results_log.h"
 
 namespace dynsparse {
@@ -60,20 +61,21 @@ absl::StatusOr<ReportData> LoadReportData(
       data.dropped_lines += dropped;
       std::vector<json> group;
       for (json& line : *lines) {
-        const std::string kind = line.value("kind", "");
+        const std::string kind = StrField(line, "kind");
         if (kind == "interrupted") ++data.interrupted;
         if (kind != "result") continue;
-        if (line.value("row", 0) == 0) group.clear();
+        if (IntField(line, "row", 0) == 0) group.clear();
         group.push_back(std::move(line));
-        if (static_cast<int64_t>(group.size()) < group[0].value("rows", 1)) {
+        if (static_cast<int64_t>(group.size()) <
+            IntField(group[0], "rows", 1)) {
           continue;
         }
-        const std::string key = absl::StrCat(group[0].value("config_hash", ""),
-                                             "\n", group[0].value("pair", ""));
+        const std::string key = absl::StrCat(StrField(group[0], "config_hash"),
+                                             "\n", StrField(group[0], "pair"));
         if (!ok_groups.count(key) && !error_groups.count(key)) {
           order.push_back(key);
         }
-        if (group[0].value("status", "") == "ok") {
+        if (StrField(group[0], "status") == "ok") {
           ok_groups[key] = std::move(group);
         } else {
           error_groups[key] = std::move(group);
@@ -97,22 +99,22 @@ absl::StatusOr<ReportData> LoadReportData(
   for (const auto& [key, ok] : passes) {
     const std::vector<json>& group = ok ? ok_groups[key] : error_groups[key];
     const json& head = group[0];
-    const std::string hash = head.value("config_hash", "");
-    const std::string config = head.value("config", "");
+    const std::string hash = StrField(head, "config_hash");
+    const std::string config = StrField(head, "config");
     AddUnique(data.configs, absl::StrCat(config, " (", hash, ")"));
-    AddUnique(data.git_shas, head.value("git_sha", "unknown"));
+    AddUnique(data.git_shas, StrField(head, "git_sha", "unknown"));
     if (!config_rank.count(hash)) config_rank[hash] = config_rank.size();
-    const std::string row_key = absl::StrCat(hash, "\n", head.value("job", ""));
+    const std::string row_key = absl::StrCat(hash, "\n", StrField(head, "job"));
     if (!row_of.count(row_key)) {
       ReportRow row;
       row.config = config;
       row.config_hash = hash;
-      row.model = head.value("model", "");
-      row.method = head.value("method", "");
-      row.device = head.value("device", "");
-      row.dtype = head.value("dtype", "");
-      row.params = head.value("params", json::object());
-      row.job_index = head.value("job_index", int64_t{0});
+      row.model = StrField(head, "model");
+      row.method = StrField(head, "method");
+      row.device = StrField(head, "device");
+      row.dtype = StrField(head, "dtype");
+      row.params = ObjField(head, "params");
+      row.job_index = IntField(head, "job_index", int64_t{0});
       for (const auto& [name, v] : row.params.items()) {
         AddUnique(data.param_names, name);
       }
@@ -120,11 +122,11 @@ absl::StatusOr<ReportData> LoadReportData(
       data.rows.push_back(std::move(row));
     }
     ReportRow& row = data.rows[row_of[row_key]];
-    const int64_t metric_index = head.value("metric_index", int64_t{0});
+    const int64_t metric_index = IntField(head, "metric_index", int64_t{0});
     if (!ok) {
-      const std::string message = head.value("error", "");
+      const std::string message = StrField(head, "error");
       data.errors.push_back({absl::StrCat(row.model, " ", RowMethodLabel(row)),
-                             head.value("metric_entry", ""), message});
+                             StrField(head, "metric_entry"), message});
       ReportCell cell;
       cell.error = message;
       bool placed = false;
@@ -137,14 +139,14 @@ absl::StatusOr<ReportData> LoadReportData(
       if (placed) continue;  // Else: a column of its own (every job failed).
     }
     for (const json& line : group) {
-      const std::string metric = line.value("metric", "");
-      const std::string task = line.value("task", "");
+      const std::string metric = StrField(line, "metric");
+      const std::string task = StrField(line, "task");
       const std::string column_key =
           absl::StrCat(metric_index, "|", metric, "|", task);
       if (!column_of.count(column_key)) {
         ReportColumn c;
         c.key = column_key;
-        c.metric_entry = line.value("metric_entry", "");
+        c.metric_entry = StrField(line, "metric_entry");
         c.metric = metric;
         c.task = task;
         c.label = task.empty() ? metric : absl::StrCat(metric, " ", task);
@@ -153,17 +155,17 @@ absl::StatusOr<ReportData> LoadReportData(
         data.columns.push_back(std::move(c));
       }
       ReportColumn& column = data.columns[column_of[column_key]];
-      if (column.protocol.empty()) column.protocol = line.value("protocol", "");
+      if (column.protocol.empty()) column.protocol = StrField(line, "protocol");
       ReportCell cell;
       cell.ok = ok;
       if (ok) {
-        cell.value = line.value("value", 0.0);
+        cell.value = NumField(line, "value");
         if (line.contains("stderr") && line["stderr"].is_number()) {
           cell.stderr_value = line["stderr"].get<double>();
         }
-        cell.n = line.value("n", int64_t{0});
+        cell.n = IntField(line, "n", int64_t{0});
       } else {
-        cell.error = line.value("error", "");
+        cell.error = StrField(line, "error");
       }
       row.cells[column_key] = cell;
     }

@@ -219,7 +219,8 @@ std::string RenderSvg(const PlotSpec& spec) {
         absl::StrFormat("fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s",
                         color, series.highlight ? "2.5" : "1.6",
                         series.dashed ? " stroke-dasharray=\"6 4\"" : "");
-    if (series.horizontal && !series.points.empty()) {
+    if (series.horizontal && !series.points.empty() &&
+        std::isfinite(series.points[0].y)) {
       const double y = Y(series.points[0].y);
       absl::StrAppendFormat(&svg,
                             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
@@ -229,9 +230,15 @@ std::string RenderSvg(const PlotSpec& spec) {
     }
     if (series.line && series.points.size() > 1) {
       std::string d;
-      for (size_t i = 0; i < series.points.size(); ++i) {
-        absl::StrAppendFormat(&d, "%s%.1f %.1f", i == 0 ? "M" : " L",
-                              X(series.points[i].x), Y(series.points[i].y));
+      bool pen_down = false;  // A NaN (failed) point breaks the line.
+      for (const PlotPoint& p : series.points) {
+        if (!std::isfinite(p.y)) {
+          pen_down = false;
+          continue;
+        }
+        absl::StrAppendFormat(&d, "%s%.1f %.1f", pen_down ? " L" : "M", X(p.x),
+                              Y(p.y));
+        pen_down = true;
       }
       absl::StrAppendFormat(&svg, "<path d=\"%s\" %s/>\n", d, stroke);
     }

@@ -313,6 +313,25 @@ TEST(HarnessRunnerTest, ShardsWriteTheirOwnFilesAndCoverTheSweep) {
   EXPECT_EQ(all->jobs_skipped, 6u);
 }
 
+TEST(HarnessRunnerTest, ADamagedLineMidFileIsAnErrorNamingTheLine) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir);
+  ASSERT_TRUE(
+      RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir)).ok());
+  const std::string file = dir.path("out/results.jsonl");
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  text.insert(text.find('\n') + 1, "{\"kind\": [1, 2\n");  // Line 2.
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  auto again = RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().message(),
+            file +
+                ":2: not a JSON object; the file is damaged mid-way (fix "
+                "or remove that line)");
+}
+
 TEST(HarnessRunnerTest, ResultsOfAnotherConfigAreNotMixedIn) {
   TempDir dir;
   ASSERT_TRUE(

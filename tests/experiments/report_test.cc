@@ -128,6 +128,30 @@ TEST(ReportTest, PlotsMetricVsSparsityAndPareto) {
   }
 }
 
+// JSON has no NaN: a NaN result is written as null and must read back as
+// "nan", not as an exception; mistyped fields read as absent.
+TEST(ReportTest, NullValuesAndMistypedFieldsDoNotThrow) {
+  TempDir dir;
+  const std::string out = RunSweep(dir);
+  const std::string file = out + "/results.jsonl";
+  std::ifstream in(file);
+  std::string line, text;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["kind"] == "result" && j["job_index"] == 1) j["value"] = nullptr;
+    if (j["kind"] == "result" && j["job_index"] == 2) j["n"] = "many";
+    text += j.dump() + "\n";
+  }
+  in.close();
+  std::ofstream(file, std::ios::trunc) << text;
+  auto summary = WriteReport({out}, out, ReportOptions{});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_THAT(ReadAll(out + "/report.md"),
+              HasSubstr("| tiny | toy | 0.5 | a_b | nan ± 0.5000 |"));
+  EXPECT_THAT(ReadAll(out + "/plot-value-a-vs-keep.svg"),
+              ::testing::Not(HasSubstr("nan")));
+}
+
 TEST(ReportTest, NiceTicksAreRoundAndCoverTheRange) {
   const std::vector<double> ticks = NiceTicks(0.13, 0.97, 5);
   ASSERT_GE(ticks.size(), 2u);
