@@ -1,5 +1,5 @@
-// Opens the tiny-llama-chat fixture (CPU, f32, dense) as a MetricModel for
-// metric tests.
+// Opens a model (the tiny-llama-chat fixture by default) on the CPU in f32
+// with the dense method, as a MetricModel for metric tests.
 #ifndef DYNSPARSE_TESTS_EXPERIMENTS_METRIC_TEST_MODEL_H_
 #define DYNSPARSE_TESTS_EXPERIMENTS_METRIC_TEST_MODEL_H_
 
@@ -30,8 +30,8 @@ struct TestModel {
   }
 };
 
-inline std::unique_ptr<TestModel> OpenTinyLlama() {
-  const std::string dir = FixturePath("models/tiny-llama-chat");
+// A Hugging Face model folder (config, safetensors, tokenizer.json).
+inline std::unique_ptr<TestModel> OpenModelDir(const std::string& dir) {
   auto m = std::make_unique<TestModel>();
   auto model = LoadModel(dir, LoadOptions{});
   EXPECT_TRUE(model.ok()) << model.status();
@@ -43,6 +43,10 @@ inline std::unique_ptr<TestModel> OpenTinyLlama() {
   m->tokenizer = *std::move(tok);
   EXPECT_TRUE(m->method.Attach(m->model.config).ok());
   return m;
+}
+
+inline std::unique_ptr<TestModel> OpenTinyLlama() {
+  return OpenModelDir(FixturePath("models/tiny-llama-chat"));
 }
 
 }  // namespace dynsparse::testing

@@ -287,6 +287,19 @@ def encode_pair(tok, context: str, continuation: str) -> tuple[list[int], list[i
     return ctx, whole[len(ctx):]
 
 
+def file_checksum(path: Path) -> str:
+    """sum(word_i * (2i + 1)) mod 2**64 over the file's little-endian u64 words (tail zero-padded):
+    lets the C++ test notice a model file that changed since the fixture was made."""
+    import numpy as np
+
+    data = path.read_bytes()
+    data += b"\0" * (-len(data) % 8)
+    words = np.frombuffer(data, dtype="<u8")
+    weights = np.arange(len(words), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        return str(int((words * weights).sum(dtype=np.uint64)))
+
+
 def max_length_of(model, tok) -> int:
     for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
         if hasattr(model.config, attr):
@@ -324,7 +337,9 @@ def score(args) -> None:
                 inp = (ctx_enc + cont_enc)[-(max_len + 1):][:-1]
                 with torch.no_grad():
                     logits = model(torch.tensor([inp], device=device)).logits[0].float()
-                    logp = torch.nn.functional.log_softmax(logits, dim=-1)
+                    # lm-eval's HFLM: log_softmax in the model's dtype unless softmax_dtype.
+                    logp = torch.nn.functional.log_softmax(
+                        logits.to(getattr(torch, args.softmax_dtype)), dim=-1)
                 n = len(cont_enc)
                 sel = logp[len(inp) - n:len(inp)]
                 target = torch.tensor(cont_enc, device=device)
@@ -350,7 +365,8 @@ def score(args) -> None:
                          "acc": acc, "acc_norm": acc_norm, "requests": results})
         result = {
             "task": task, "model": name, "limit": args.limit, "num_fewshot": 0,
-            "max_length": max_len, "add_bos_token": False,
+            "model_checksum": file_checksum(Path(args.model) / "model.safetensors"),
+            "max_length": max_len, "add_bos_token": False, "softmax_dtype": args.softmax_dtype,
             "acc": sum(accs) / len(accs), "acc_norm": sum(norms) / len(norms) if has_norm else None,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "device": str(device) + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else ""),
@@ -398,6 +414,7 @@ def score_wikitext(args, tok, model, max_len, device, out_dir) -> None:
         docs.append({"tokens": len(ids), "loglikelihood": ll, "words": w, "bytes": b})
         total, words, nbytes = total + ll, words + w, nbytes + b
     result = {"task": "wikitext", "model": Path(args.model).name, "max_length": max_len,
+              "model_checksum": file_checksum(Path(args.model) / "model.safetensors"),
               "documents": len(docs), "word_perplexity": math.exp(-total / words),
               "byte_perplexity": math.exp(-total / nbytes),
               "bits_per_byte": -total / nbytes / math.log(2), "docs": docs}
@@ -444,6 +461,8 @@ def main() -> None:
     s.add_argument("--tasks", nargs="+", default=["piqa", "hellaswag", "winogrande"])
     s.add_argument("--limit", type=int, default=200)
     s.add_argument("--device", default="cpu")
+    s.add_argument("--softmax-dtype", default="float32", choices=["float32", "float64"],
+                   help="lm-eval's softmax_dtype (default: the model's float32, as lm-eval)")
     s.add_argument("--wikitext-docs", type=int, default=0,
                    help="also score lm-eval wikitext on the first N documents (0 = all, -1 = skip)")
     s.add_argument("--out", default="", help="folder holding <model-name>/ (default the fixtures)")
