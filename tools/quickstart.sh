@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Builds dynsparse and runs the main job on the embedded default model.
+# Builds dynsparse and runs the main job on the embedded default model,
+# models/ref-llama (a 15.7M-parameter Llama-style model trained for dynsparse;
+# see models/ref-llama/README.md).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$repo/tools/build.sh"
-model="$repo/tests/fixtures/models/tiny-llama-chat"
+model="$repo/models/ref-llama"
 "$repo/build/dynsparse" inspect --model "$model"
 "$repo/build/dynsparse" generate --model "$model" \
-  --prompt "Once upon a time" --max-new 32 --greedy
+  --prompt "It is a truth universally acknowledged" --max-new 48 \
+  --temperature 0.7 --top-p 0.9 --seed 1
+# In-context retrieval: the answer is only in the prompt's first line.
+"$repo/build/dynsparse" generate --model "$model" --max-new 6 --greedy \
+  --prompt $'The pass key is 52817. Remember it. 52817 is the pass key.\nThe grass is green. The sky is blue. It was the best of times, it was the worst of times.\nWhat is the pass key? The pass key is'

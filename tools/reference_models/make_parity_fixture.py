@@ -8,7 +8,8 @@ For each model writes tests/fixtures/models/<name>/reference.safetensors + refer
 layout of tools/fixtures/make_model_fixtures.py (input_ids, logits, decode_logits, ppl_ids), but
 with real text as input and without a copy of the weights: reference.json's "model_dir" names the
 repo-relative folder the parity test loads the model from. References are f32 CPU forwards
-(attn_implementation="eager") of the fp16 checkpoint as transformers loads it.
+(attn_implementation="eager") of the fp16 checkpoint as transformers loads it; "logit_tolerance" is
+derived from the f32-vs-f64 difference of that forward (trained weights have large activations).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ TEXT = ("The Collaborative International Dictionary of English is derived from W
         "Unabridged Dictionary of 1913. In the beginning God created the heaven and the earth. "
         "Emma Woodhouse, handsome, clever, and rich, with a comfortable home and happy disposition, "
         "seemed to unite some of the best blessings of existence. The pass key is 52817. Remember it. "
-        "A process that forks a child waits for it with waitpid() and reads its exit status.")
+        "A process that forks a child waits for it with waitpid() and reads its exit status. "
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+        "must be in want of a wife. What is the pass key? The pass key is 52817.")
 
 
 def make(name: str) -> dict:
@@ -44,6 +47,13 @@ def make(name: str) -> dict:
     input_ids = torch.tensor([ids[:mmf.INPUT_LEN]], dtype=torch.int64)
     ppl_ids = torch.tensor([ids[:mmf.PPL_LEN]], dtype=torch.int64)
     logits = mmf.forward_logits(model, input_ids)
+    # Float noise floor: trained weights give large activations (OPT's reach ~50), so f32
+    # forwards differ from f64 by more than the random fixtures' fixed 1e-4 tolerance.
+    m64 = mmf.load_model(transformers.AutoModelForCausalLM, mdir).double()
+    with torch.no_grad():
+        f64 = m64(input_ids=input_ids, use_cache=False).logits[0]
+    noise = float((logits.double() - f64).abs().max())
+    tolerance = max(1e-4, 4 * noise)
     decode = mmf.incremental_decode_logits(model, input_ids, mmf.PREFILL_LEN)
     decode_diff = float((decode - logits[mmf.PREFILL_LEN:]).abs().max())
     ppl = mmf.perplexity_exact(model, ppl_ids, mmf.PPL_CONTEXT, mmf.PPL_STRIDE)
@@ -58,12 +68,16 @@ def make(name: str) -> dict:
            "reference_device": "cpu", "text": TEXT, "input_ids_len": mmf.INPUT_LEN,
            "decode": {"prefill": mmf.PREFILL_LEN, "steps": mmf.INPUT_LEN - mmf.PREFILL_LEN,
                       "max_abs_diff_vs_full_forward": decode_diff},
-           "logits_stats": {"std": float(logits.std()), "max_abs": float(logits.abs().max())},
+           "logits_stats": {"std": float(logits.std()), "max_abs": float(logits.abs().max()),
+                            "max_abs_diff_float32_vs_float64": noise},
+           "logit_tolerance": tolerance,
+           "logit_tolerance_note": "max(1e-4, 4 x the float32-vs-float64 difference of the HF forward)",
            "perplexity": ppl}
     (out / "reference.json").write_text(json.dumps(ref, indent=2) + "\n")
     for p in out.iterdir():
         p.chmod(0o644)
-    return {"name": name, "ppl": ppl["ppl"], "decode_diff": decode_diff, "logit_max": ref["logits_stats"]["max_abs"]}
+    return {"name": name, "ppl": ppl["ppl"], "decode_diff": decode_diff, "logit_max": ref["logits_stats"]["max_abs"],
+            "f64_noise": noise, "tolerance": tolerance}
 
 
 def main() -> int:

@@ -24,6 +24,12 @@ def random_number(rng: np.random.Generator) -> str:
     return str(int(rng.integers(10 ** (digits - 1), 10 ** digits)))
 
 
+def random_number_py(rng) -> str:
+    """random_number for a stdlib random.Random (same distribution)."""
+    digits = rng.randint(3, 7)
+    return str(rng.randint(10 ** (digits - 1), 10 ** digits - 1))
+
+
 def word_pool(tokenizer) -> list[str]:
     """Plain lowercase words that are single tokens (with a leading space) in the vocabulary."""
     words = sorted(t[1:] for t in tokenizer.get_vocab() if t.startswith("\u0120") and t[1:].isalpha()
