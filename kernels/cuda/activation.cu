@@ -51,6 +51,7 @@ template <typename Op>
 __global__ void __launch_bounds__(kThreads)
     ElementwiseKernel(const float* in, float* out, int64_t n, int64_t n_vec,
                       Op op) {
+  PdlWait();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid =
       static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -72,6 +73,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     AddBiasKernel(float* y, int64_t n, int64_t cols, const void* bias,
                   FloatKind kind) {
+  PdlWait();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < n; i += stride) {
@@ -91,8 +93,9 @@ absl::Status LaunchElementwise(DeviceContext& ctx, const float* in, float* out,
   const bool aligned = IsAligned(in, 16) && IsAligned(out, 16);
   const int64_t n_vec = aligned ? n / 4 : 0;
   RETURN_IF_ERROR(ctx.Activate());
-  ElementwiseKernel<Op><<<GridFor(ctx, std::max<int64_t>(n_vec, n - 4 * n_vec)),
-                          kThreads, 0, ctx.stream()>>>(in, out, n, n_vec, op);
+  LaunchKernel(ctx.programmatic_launch(), ElementwiseKernel<Op>,
+               dim3(GridFor(ctx, std::max<int64_t>(n_vec, n - 4 * n_vec))),
+               dim3(kThreads), 0, ctx.stream(), in, out, n, n_vec, op);
   return LastLaunchStatus(name);
 }
 

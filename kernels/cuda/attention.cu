@@ -207,6 +207,201 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Tensor-core prefill (mma.sync m16n8k16, f16 inputs, f32 accumulate), for
+// head_dim 64 or 128. Block: 4 warps x 16 query rows; key tiles of 64 staged
+// in shared memory as f16 (K row-major, V transposed so each B fragment is
+// one 32-bit load). The C fragment of S = Q K^T has the layout of the A
+// fragment of P V, so P never leaves registers.
+constexpr int kMmaWarps = 4;
+constexpr int kMmaRows = 16 * kMmaWarps;  // 64 queries per block
+constexpr int kMmaKeys = 64;
+
+__device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
+  const __half2 h = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+__device__ __forceinline__ void MmaF16(float (&c)[4], uint32_t a0, uint32_t a1,
+                                       uint32_t a2, uint32_t a3, uint32_t b0,
+                                       uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int D>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    PrefillAttentionMmaKernel(const KernelArgs a) {
+  constexpr int kKStride = D + 8;         // halves per K row
+  constexpr int kVStride = kMmaKeys + 8;  // halves per transposed V row
+  __shared__ __align__(16) __half ks[kMmaKeys * kKStride];
+  __shared__ __align__(16) __half vt[D * kVStride];
+  __shared__ int kmax_shared;
+
+  const int h = blockIdx.y;
+  const int kvh = h / a.group;
+  const int q0 = blockIdx.x * kMmaRows;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int g = lane >> 2;  // fragment row group
+  const int t = lane & 3;   // fragment column pair
+
+  if (threadIdx.x == 0) kmax_shared = 0;
+  __syncthreads();
+  if (threadIdx.x < kMmaRows && q0 + threadIdx.x < a.n) {
+    atomicMax(&kmax_shared, a.positions[q0 + threadIdx.x] + 1);
+  }
+  const int row_a = q0 + warp * 16 + g;  // this thread's two query rows
+  const int row_b = row_a + 8;
+  const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
+  const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
+
+  // Q fragments (scaled, f16) for all D/16 k-steps.
+  uint32_t qf[D / 16][4];
+  {
+    const float* qa = a.q + static_cast<int64_t>(row_a) * a.q_stride +
+                      static_cast<int64_t>(h) * D;
+    const float* qb = qa + 8 * a.q_stride;
+    const bool ok_a = row_a < a.n, ok_b = row_b < a.n;
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+      const int c = 16 * s + 2 * t;
+      const float sc = a.scale;
+      qf[s][0] = ok_a ? PackHalf2(qa[c] * sc, qa[c + 1] * sc) : 0u;
+      qf[s][1] = ok_b ? PackHalf2(qb[c] * sc, qb[c + 1] * sc) : 0u;
+      qf[s][2] = ok_a ? PackHalf2(qa[c + 8] * sc, qa[c + 9] * sc) : 0u;
+      qf[s][3] = ok_b ? PackHalf2(qb[c + 8] * sc, qb[c + 9] * sc) : 0u;
+    }
+  }
+  __syncthreads();
+  const int kmax = min(kmax_shared, a.max_keys);
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+
+  for (int k0 = 0; k0 < kmax; k0 += kMmaKeys) {
+    __syncthreads();  // The previous tile is consumed.
+    // Stage K (row-major) and V (transposed) as f16; rows past kmax are
+    // zero (the cache beyond the sequence holds arbitrary bytes).
+    for (int idx = threadIdx.x; idx < kMmaKeys * D / 4; idx += kMmaWarps * 32) {
+      const int r = idx / (D / 4);
+      const int d = (idx % (D / 4)) * 4;
+      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f);
+      float4 vv = kv;
+      if (k0 + r < kmax) {
+        const int64_t off = static_cast<int64_t>(k0 + r) * a.kv_stride +
+                            static_cast<int64_t>(kvh) * D + d;
+        kv = *reinterpret_cast<const float4*>(a.k + off);
+        vv = *reinterpret_cast<const float4*>(a.v + off);
+      }
+      uint32_t* kdst = reinterpret_cast<uint32_t*>(ks + r * kKStride + d);
+      kdst[0] = PackHalf2(kv.x, kv.y);
+      kdst[1] = PackHalf2(kv.z, kv.w);
+      vt[(d + 0) * kVStride + r] = __float2half_rn(vv.x);
+      vt[(d + 1) * kVStride + r] = __float2half_rn(vv.y);
+      vt[(d + 2) * kVStride + r] = __float2half_rn(vv.z);
+      vt[(d + 3) * kVStride + r] = __float2half_rn(vv.w);
+    }
+    __syncthreads();
+
+    float sc[kMmaKeys / 8][4];
+#pragma unroll
+    for (int j = 0; j < kMmaKeys / 8; ++j) {
+      sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+    }
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+#pragma unroll
+      for (int j = 0; j < kMmaKeys / 8; ++j) {
+        const __half* kr = ks + (8 * j + g) * kKStride + 16 * s + 2 * t;
+        MmaF16(sc[j], qf[s][0], qf[s][1], qf[s][2], qf[s][3],
+               *reinterpret_cast<const uint32_t*>(kr),
+               *reinterpret_cast<const uint32_t*>(kr + 8));
+      }
+    }
+    float tile_a = -INFINITY, tile_b = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kMmaKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = k0 + 8 * j + 2 * t + e;
+        if (key >= kmax || key > pos_a) sc[j][e] = -INFINITY;
+        if (key >= kmax || key > pos_b) sc[j][2 + e] = -INFINITY;
+        tile_a = fmaxf(tile_a, sc[j][e]);
+        tile_b = fmaxf(tile_b, sc[j][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
+      tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
+    }
+    const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
+    const float alpha_a = new_a == -INFINITY ? 1.f : expf(m_a - new_a);
+    const float alpha_b = new_b == -INFINITY ? 1.f : expf(m_b - new_b);
+    m_a = new_a;
+    m_b = new_b;
+    l_a *= alpha_a;
+    l_b *= alpha_b;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][0] *= alpha_a;
+      o[n][1] *= alpha_a;
+      o[n][2] *= alpha_b;
+      o[n][3] *= alpha_b;
+    }
+#pragma unroll
+    for (int j = 0; j < kMmaKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
+        sc[j][2 + e] = m_b == -INFINITY ? 0.f : expf(sc[j][2 + e] - m_b);
+        l_a += sc[j][e];
+        l_b += sc[j][2 + e];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kMmaKeys / 16; ++i) {
+      const uint32_t p0 = PackHalf2(sc[2 * i][0], sc[2 * i][1]);
+      const uint32_t p1 = PackHalf2(sc[2 * i][2], sc[2 * i][3]);
+      const uint32_t p2 = PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]);
+      const uint32_t p3 = PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3]);
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const __half* vr = vt + (8 * n + g) * kVStride + 16 * i + 2 * t;
+        MmaF16(o[n], p0, p1, p2, p3, *reinterpret_cast<const uint32_t*>(vr),
+               *reinterpret_cast<const uint32_t*>(vr + 8));
+      }
+    }
+  }
+
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f;
+  const float inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    const int col = h * D + 8 * n + 2 * t;
+    if (row_a < a.n) {
+      float2* dst = reinterpret_cast<float2*>(
+          a.out + static_cast<int64_t>(row_a) * a.q_stride + col);
+      *dst = make_float2(o[n][0] * inv_a, o[n][1] * inv_a);
+    }
+    if (row_b < a.n) {
+      float2* dst = reinterpret_cast<float2*>(
+          a.out + static_cast<int64_t>(row_b) * a.q_stride + col);
+      *dst = make_float2(o[n][2] * inv_b, o[n][3] * inv_b);
+    }
+  }
+}
+
 // Scratch entry of (row, head, chunk): max, sum, then head_dim weighted sums.
 __device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
                                                int h, int chunk) {
@@ -218,6 +413,7 @@ __device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
+  PdlWait();
   constexpr int kCols = D / 32;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
@@ -329,6 +525,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // Merges the chunks of one (head, row): grid (heads, n).
 __global__ void DecodeCombineKernel(const KernelArgs a) {
+  PdlWait();
   const int h = blockIdx.x;
   const int row = blockIdx.y;
   float m = -INFINITY;
@@ -436,13 +633,15 @@ template <int D>
 absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a) {
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
-  DecodeAttentionKernel<D><<<grid, kThreads, 0, ctx.stream()>>>(a);
+  LaunchKernel(ctx.programmatic_launch(), DecodeAttentionKernel<D>, grid,
+               dim3(kThreads), 0, ctx.stream(), a);
   if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
     return s;
   }
   const dim3 combine_grid(static_cast<unsigned>(a.heads),
                           static_cast<unsigned>(a.n));
-  DecodeCombineKernel<<<combine_grid, 128, 0, ctx.stream()>>>(a);
+  LaunchKernel(ctx.programmatic_launch(), DecodeCombineKernel, combine_grid,
+               dim3(128), 0, ctx.stream(), a);
   return LastLaunchStatus("DecodeCombineKernel");
 }
 
@@ -455,6 +654,19 @@ absl::Status PrefillAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.max_keys = static_cast<int>(std::min<int64_t>(max_keys, a.max_keys));
+  if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) && IsAligned(a.out, 8) &&
+      (args.head_dim == 64 || args.head_dim == 128)) {
+    const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
+                    static_cast<unsigned>(a.heads));
+    if (args.head_dim == 64) {
+      PrefillAttentionMmaKernel<64>
+          <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
+    } else {
+      PrefillAttentionMmaKernel<128>
+          <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
+    }
+    return LastLaunchStatus("PrefillAttentionMmaKernel");
+  }
   switch (PickHeadDim(args.head_dim)) {
     case 32:
       return LaunchPrefill<32>(ctx, a);

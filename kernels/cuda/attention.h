@@ -6,7 +6,8 @@
 // j <= positions[i], and the grid covers the cache's whole capacity.
 //
 // - PrefillAttention: flash-style tiling (64 queries x 32 keys per step,
-//   online softmax in f32); the n x n score matrix never exists.
+//   online softmax in f32); the n x n score matrix never exists. Optionally
+//   on tensor cores (mma.sync, f16 operands) for long prompts.
 // - DecodeAttention (flash-decoding): the keys are split into chunks of 64,
 //   one block per (chunk, head, row) writes a partial (max, sum, weighted
 //   values) and a second kernel merges the chunks. For a few query rows.
@@ -34,6 +35,10 @@ struct DeviceAttentionArgs {
   int64_t head_dim = 0;  // <= kMaxAttentionHeadDim
   float scale = 1.0f;
   Tensor* out = nullptr;  // f32 [n, heads * head_dim]
+  // Prefill only: run the tensor-core kernel (q, k, v rounded to f16,
+  // scores and softmax in f32) when head_dim is 64 or 128; relative error
+  // ~1e-3 instead of ~1e-6.
+  bool tensor_cores = false;
 };
 
 // `max_keys` bounds the keys any row may see (<= capacity); prefill only,

@@ -124,7 +124,8 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::name() const {
   return absl::StrCat("cuda (", ctx_->info().DebugString(),
-                      options_.cuda_graphs ? ", CUDA graphs" : "", ")");
+                      options_.cuda_graphs ? ", CUDA graphs" : "",
+                      ctx_->programmatic_launch() ? ", PDL" : "", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {
@@ -496,7 +497,8 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "Attention");
     return;
   }
-  if (!Op(Mix(sig, args.num_keys))) return;
+  d.tensor_cores = n >= options_.tensor_core_attention_rows;
+  if (!Op(Mix(Mix(sig, args.num_keys), d.tensor_cores))) return;
   Check(PrefillAttention(*ctx_, d, args.num_keys), "Attention");
 }
 

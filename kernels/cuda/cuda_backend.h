@@ -37,6 +37,9 @@ namespace dynsparse::cuda {
 struct CudaBackendOptions {
   int device = 0;
   bool cuda_graphs = true;  // Capture and replay single-token steps.
+  // Prefills of at least this many rows run attention on tensor cores (f16
+  // operands, attention.h); shorter ones, and decode, stay in f32.
+  int64_t tensor_core_attention_rows = 256;
 };
 
 struct CudaGraphStats {

@@ -77,6 +77,39 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   return total;
 }
 
+// Programmatic dependent launch (sm_90+): a kernel launched with
+// LaunchKernel(pdl = true) may start while the previous kernel in the stream
+// is still finishing; it must call PdlWait() before touching memory that
+// kernel writes. Each such kernel releases its own successor right away, so
+// the successor's launch and block scheduling overlap this kernel's work
+// and tail. Without PDL both calls are no-ops.
+__device__ __forceinline__ void PdlWait() {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+template <typename... Params, typename... Args>
+void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
+                  size_t smem, cudaStream_t stream, Args... args) {
+  if (!pdl) {
+    kernel<<<grid, block, smem, stream>>>(args...);
+    return;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  (void)cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline bool IsAligned(const void* p, uintptr_t bytes) {

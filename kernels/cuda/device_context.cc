@@ -1,5 +1,7 @@
 #include "kernels/cuda/device_context.h"
 
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -136,6 +138,8 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
       static_cast<int64_t>(prop.sharedMemPerMultiprocessor);
   info.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
   info.registers_per_sm = prop.regsPerMultiprocessor;
+  const char* pdl = std::getenv("DYNSPARSE_CUDA_PDL");
+  ctx->set_programmatic_launch(pdl == nullptr || std::string(pdl) != "0");
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));

@@ -118,6 +118,11 @@ class DeviceContext {
   absl::StatusOr<void*> Workspace(size_t bytes);
   size_t workspace_bytes() const { return workspace_bytes_; }
 
+  // Programmatic dependent launch for the decode-path kernels (sm_90+;
+  // DYNSPARSE_CUDA_PDL=0 in the environment turns it off).
+  bool programmatic_launch() const { return pdl_; }
+  void set_programmatic_launch(bool on) { pdl_ = on && info_.major >= 9; }
+
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
   // Waits for all work queued on the stream; reports asynchronous faults.
@@ -131,6 +136,7 @@ class DeviceContext {
   cublasHandle_t cublas_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  bool pdl_ = false;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

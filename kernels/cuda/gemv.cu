@@ -139,6 +139,7 @@ __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
 // A row group is kRows consecutive rows; blockIdx.y selects the K split.
 template <typename T, int B>
 __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
+  PdlWait();
   constexpr int R = GemvTile<B>::kRows;
   constexpr int U = GemvTile<B>::kUnroll;
   __shared__ float partial_sums[kWarps][R * B];
@@ -332,6 +333,7 @@ struct MmaOps<__half> {
 // registers): the kernel is latency-bound and occupancy wins.
 template <typename T, int B>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
+  PdlWait();
   using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
   const int lane = threadIdx.x & 31;
@@ -424,6 +426,7 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
 // alignment, f32/f16/bf16 weights. Never splits K.
 template <typename T, int B>
 __global__ void __launch_bounds__(kThreads) GemvScalarKernel(const GemvArgs a) {
+  PdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t row =
       static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
@@ -449,6 +452,7 @@ __global__ void __launch_bounds__(kThreads) GemvScalarKernel(const GemvArgs a) {
 // y[b, o] = sum over splits of partial[s, b, o] + bias[o], in split order.
 __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
                                       int k_splits) {
+  PdlWait();
   const int64_t total = static_cast<int64_t>(batch) * a.out;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -800,14 +804,16 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
-  kernel<<<grid, ThreadsFor(plan.path), 0, ctx.stream()>>>(args);
+  LaunchKernel(ctx.programmatic_launch(), kernel, grid,
+               dim3(ThreadsFor(plan.path)), 0, ctx.stream(), args);
   RETURN_IF_ERROR(LastLaunchStatus(GemvPathName(plan.path)));
   if (plan.k_splits > 1) {
     const int64_t total = batch * out;
     const int blocks = static_cast<int>(
         std::min<int64_t>(CeilDiv(total, kThreads), 4 * ctx.sm_count()));
-    GemvSplitReduceKernel<<<blocks, kThreads, 0, ctx.stream()>>>(
-        args, static_cast<int>(batch), plan.k_splits);
+    LaunchKernel(ctx.programmatic_launch(), GemvSplitReduceKernel, dim3(blocks),
+                 dim3(kThreads), 0, ctx.stream(), args, static_cast<int>(batch),
+                 plan.k_splits);
     RETURN_IF_ERROR(LastLaunchStatus("GemvSplitReduceKernel"));
   }
   return absl::OkStatus();

@@ -17,6 +17,7 @@ unsigned GridFor(int64_t elements) {
 
 __global__ void EmbedKernel(const void* table, FloatKind kind, int64_t width,
                             const int32_t* ids, int64_t n, float* out) {
+  PdlWait();
   const int64_t total = n * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -29,6 +30,7 @@ __global__ void EmbedKernel(const void* table, FloatKind kind, int64_t width,
 __global__ void WriteRowsKernel(const float* rows, int64_t width,
                                 const int32_t* positions, int64_t n,
                                 float* cache) {
+  PdlWait();
   const int64_t total = n * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -149,9 +151,9 @@ absl::Status EmbedRows(DeviceContext& ctx, const Tensor& table,
   }
   const int64_t total = out->numel();
   if (total == 0) return absl::OkStatus();
-  EmbedKernel<<<GridFor(total), kThreads, 0, ctx.stream()>>>(
-      table.raw_data(), kind, table.dim(1), ids, out->dim(0),
-      out->data<float>());
+  LaunchKernel(ctx.programmatic_launch(), EmbedKernel, dim3(GridFor(total)),
+               dim3(kThreads), 0, ctx.stream(), table.raw_data(), kind,
+               table.dim(1), ids, out->dim(0), out->data<float>());
   return LastLaunchStatus("EmbedKernel");
 }
 
@@ -166,9 +168,9 @@ absl::Status WriteCacheRows(DeviceContext& ctx, const Tensor& rows,
   }
   const int64_t total = rows.numel();
   if (total == 0) return absl::OkStatus();
-  WriteRowsKernel<<<GridFor(total), kThreads, 0, ctx.stream()>>>(
-      rows.data<float>(), rows.dim(1), positions, rows.dim(0),
-      cache->data<float>());
+  LaunchKernel(ctx.programmatic_launch(), WriteRowsKernel, dim3(GridFor(total)),
+               dim3(kThreads), 0, ctx.stream(), rows.data<float>(), rows.dim(1),
+               positions, rows.dim(0), cache->data<float>());
   return LastLaunchStatus("WriteRowsKernel");
 }
 

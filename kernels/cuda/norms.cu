@@ -30,6 +30,7 @@ struct NormArgs {
 
 template <bool kLayerNorm, bool kResidual>
 __global__ void NormKernel(const NormArgs a) {
+  PdlWait();
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * a.width;
   const float* in = a.x + offset;
@@ -141,17 +142,22 @@ absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
   const dim3 grid(static_cast<unsigned>(rows));
   cudaStream_t stream = ctx.stream();
   const bool fused = residual != nullptr;
+  const bool pdl = ctx.programmatic_launch();
   if (layer_norm) {
     if (fused) {
-      NormKernel<true, true><<<grid, threads, 0, stream>>>(args);
+      LaunchKernel(pdl, NormKernel<true, true>, grid, dim3(threads), 0, stream,
+                   args);
     } else {
-      NormKernel<true, false><<<grid, threads, 0, stream>>>(args);
+      LaunchKernel(pdl, NormKernel<true, false>, grid, dim3(threads), 0, stream,
+                   args);
     }
   } else {
     if (fused) {
-      NormKernel<false, true><<<grid, threads, 0, stream>>>(args);
+      LaunchKernel(pdl, NormKernel<false, true>, grid, dim3(threads), 0, stream,
+                   args);
     } else {
-      NormKernel<false, false><<<grid, threads, 0, stream>>>(args);
+      LaunchKernel(pdl, NormKernel<false, false>, grid, dim3(threads), 0,
+                   stream, args);
     }
   }
   return LastLaunchStatus(layer_norm ? "LayerNorm" : "RmsNorm");

@@ -19,6 +19,7 @@ constexpr int kRopeThreads = 128;
 
 __global__ void RopeKernel(float* x, const int32_t* positions,
                            const float* inv_freq, int64_t heads, int64_t half) {
+  PdlWait();
   extern __shared__ float table[];  // cos [half], then sin [half].
   float* cos_t = table;
   float* sin_t = table + half;
@@ -96,9 +97,10 @@ absl::Status ApplyRope(DeviceContext& ctx, const Tensor& inv_freq,
   if (rows == 0) return absl::OkStatus();
   if (rows > 0x7fffffff) return absl::InvalidArgumentError("too many rows");
   RETURN_IF_ERROR(ctx.Activate());
-  RopeKernel<<<static_cast<unsigned>(rows), kRopeThreads, smem, ctx.stream()>>>(
-      x->data<float>(), positions.data<int32_t>(), inv_freq.data<float>(),
-      heads, half);
+  LaunchKernel(ctx.programmatic_launch(), RopeKernel,
+               dim3(static_cast<unsigned>(rows)), dim3(kRopeThreads), smem,
+               ctx.stream(), x->data<float>(), positions.data<int32_t>(),
+               inv_freq.data<float>(), heads, half);
   return LastLaunchStatus("RopeKernel");
 }
 

@@ -22,7 +22,8 @@
 # Files in $OUT (the device tool returns at most 8): build.log (configure +
 # build), ptxas_gemv.txt, ctest.log (with the GEMV plan printout),
 # cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
-# (model benchmark), memcheck.log.
+# (model benchmark), memcheck.log, parity.log (the errors the CUDA backend
+# and attention tests print).
 # Quick knobs: DS_CUDA_SKIP_PTXAS=1 skips the register report (it recompiles
 # gemv.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
 # DS_CUDA_CTEST_ARGS adds ctest arguments (e.g. "-E ModelSized"),
@@ -201,6 +202,15 @@ if ! (cd "$test_dir" && ctest -L cuda --output-on-failure -j4 --timeout 600 ${DS
 fi
 grep -E 'tests passed|tests failed|Skipped' "$OUT/ctest.log" | head -5
 echo "tests took $((SECONDS - start)) s"
+# The error figures the parity tests print (ctest keeps output only on
+# failure): CUDA vs CPU logits per fixture and dtype, attention kernels.
+tdir="$(dirname "$gemv_test")"
+if [[ -x "$tdir/cuda_backend_test" ]]; then
+  { "$tdir/cuda_backend_test" --gtest_filter='*LogitsMatchCpu*:*Greedy*' 2>&1 |
+      grep -E 'max abs|OK|FAILED'
+    "$tdir/cuda_attention_test" 2>&1 | grep -E 'err='; } >"$OUT/parity.log"
+  grep -c 'max abs' "$OUT/parity.log" | sed 's/^/parity lines: /'
+fi
 [[ "${DS_CUDA_SKIP_PLANS:-0}" == 1 ]] ||
 "$gemv_test" --gtest_filter='GemvTest.ModelSizedShapes:GemvTest.SmallOutSplitsKAcrossBlocks' \
   >"$OUT/gemv_plans.tmp" 2>&1 || true
@@ -237,9 +247,12 @@ if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
   while read -r args; do
     [[ -z "$args" || "$args" == \#* ]] && continue
     echo "== dynsparse-bench $args" >>"$OUT/bench.log"
+    # A leading VAR=value word sets that environment variable for the run.
+    pre=()
+    [[ "${args%% *}" == *=* ]] && { pre=("${args%% *}"); args="${args#* }"; }
     # shellcheck disable=SC2086
-    if ! timeout 180 "$mbench" $args --json >>"$OUT/bench.jsonl" \
-        2>>"$OUT/bench.log"; then
+    if ! timeout 180 env "${pre[@]}" "$mbench" $args --json \
+        >>"$OUT/bench.jsonl" 2>>"$OUT/bench.log"; then
       echo "FAILED: $args" | tee -a "$OUT/bench.log"
       status=1
     fi
@@ -247,6 +260,7 @@ if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
 --model random:opt-6.7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --no-cuda-graphs
+DYNSPARSE_CUDA_PDL=0 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --seed 2
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --batch 8
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 8192 --new 4 --repeats 2
 --model random:opt-30b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
@@ -259,6 +273,7 @@ print(f"{'model':22s} {'b':>2s} {'prompt':>6s} {'ttft ms':>9s} {'TFLOP/s':>8s} "
 for line in open(sys.argv[1]):
     r = json.loads(line)
     graphs = "" if "CUDA graphs" in r["backend"] else " (eager)"
+    graphs += "" if "PDL" in r["backend"] else " (no PDL)"
     print(f"{r['model'][7:]+graphs:22s} {r['batch']:2d} {r['prompt']:6d} {r['ttft_ms']:9.2f} "
           f"{r['prefill_tflops']:8.1f} {r['decode_ms_median']:8.3f} {r['decode_ms_p10']:7.3f} "
           f"{r['decode_ms_p90']:7.3f} {r['floor_ms']:7.3f} {r['floor_ratio']:7.3f} "
