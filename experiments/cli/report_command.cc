@@ -54,10 +54,10 @@ int RunReport(const CommandArgs& args) {
        "(default: the run's report.plots)"},
   };
   if (WantsHelp(args)) {
-    std::cerr << "usage: dynsparse report DIR [DIR...] [flags]\n";
     PrintCommandHelp("report",
-                     "Merge run folders into Markdown/CSV/LaTeX tables and "
-                     "SVG plots.",
+                     "dynsparse report DIR [DIR...] [flags]: merge run folders "
+                     "(shards, sweeps) into Markdown/CSV/LaTeX tables and SVG "
+                     "plots.",
                      specs);
     return 0;
   }

@@ -162,9 +162,11 @@ int RunRun(const CommandArgs& args) {
       {"no-report", FlagKind::kSwitch, "skip writing the report at the end"},
   };
   if (WantsHelp(args)) {
-    std::cerr << "usage: dynsparse run CONFIG.yaml [flags]\n";
-    PrintCommandHelp("run", "Run an experiment config (see docs/harness.md).",
-                     specs);
+    PrintCommandHelp(
+        "run",
+        "dynsparse run CONFIG.yaml [flags]: run an experiment config (schema: "
+        "docs/harness.md).",
+        specs);
     return 0;
   }
   auto flags = ParseFlags(args, specs);
