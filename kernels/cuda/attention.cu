@@ -209,9 +209,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // Tensor-core prefill (mma.sync m16n8k16, f16 inputs, f32 accumulate), for
 // head_dim 64 or 128. Block: 4 warps x 16 query rows; key tiles of 64 staged
-// in shared memory as f16 (K row-major, V transposed so each B fragment is
-// one 32-bit load). The C fragment of S = Q K^T has the layout of the A
-// fragment of P V, so P never leaves registers.
+// in shared memory as f16, row-major (K's B fragments are 32-bit loads, V's
+// come transposed through ldmatrix.trans). The C fragment of S = Q K^T has the
+// layout of the A fragment of P V, so P never leaves registers.
 constexpr int kMmaWarps = 4;
 constexpr int kMmaRows = 16 * kMmaWarps;  // 64 queries per block
 constexpr int kMmaKeys = 64;
@@ -234,10 +234,10 @@ __device__ __forceinline__ void MmaF16(float (&c)[4], uint32_t a0, uint32_t a1,
 template <int D>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     PrefillAttentionMmaKernel(const KernelArgs a) {
-  constexpr int kKStride = D + 8;         // halves per K row
-  constexpr int kVStride = kMmaKeys + 8;  // halves per transposed V row
+  constexpr int kKStride = D + 8;  // halves per K / V row (16-byte rows,
+                                   // shifted 4 banks from row to row)
   __shared__ __align__(16) __half ks[kMmaKeys * kKStride];
-  __shared__ __align__(16) __half vt[D * kVStride];
+  __shared__ __align__(16) __half vs[kMmaKeys * kKStride];
   __shared__ int kmax_shared;
 
   const int h = blockIdx.y;
@@ -298,13 +298,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         kv = *reinterpret_cast<const float4*>(a.k + off);
         vv = *reinterpret_cast<const float4*>(a.v + off);
       }
-      uint32_t* kdst = reinterpret_cast<uint32_t*>(ks + r * kKStride + d);
-      kdst[0] = PackHalf2(kv.x, kv.y);
-      kdst[1] = PackHalf2(kv.z, kv.w);
-      vt[(d + 0) * kVStride + r] = __float2half_rn(vv.x);
-      vt[(d + 1) * kVStride + r] = __float2half_rn(vv.y);
-      vt[(d + 2) * kVStride + r] = __float2half_rn(vv.z);
-      vt[(d + 3) * kVStride + r] = __float2half_rn(vv.w);
+      *reinterpret_cast<uint2*>(ks + r * kKStride + d) =
+          make_uint2(PackHalf2(kv.x, kv.y), PackHalf2(kv.z, kv.w));
+      *reinterpret_cast<uint2*>(vs + r * kKStride + d) =
+          make_uint2(PackHalf2(vv.x, vv.y), PackHalf2(vv.z, vv.w));
     }
     __syncthreads();
 
@@ -370,11 +367,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       const uint32_t p1 = PackHalf2(sc[2 * i][2], sc[2 * i][3]);
       const uint32_t p2 = PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]);
       const uint32_t p3 = PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3]);
+      // B fragments of V (k = key, n = dim) from row-major V with
+      // ldmatrix.trans: lanes 0-15 address keys 16i..16i+15 of column 8n.
+      const __half* vrow = vs + (16 * i + (lane & 15)) * kKStride;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
-        const __half* vr = vt + (8 * n + g) * kVStride + 16 * i + 2 * t;
-        MmaF16(o[n], p0, p1, p2, p3, *reinterpret_cast<const uint32_t*>(vr),
-               *reinterpret_cast<const uint32_t*>(vr + 8));
+        const uint32_t addr =
+            static_cast<uint32_t>(__cvta_generic_to_shared(vrow + 8 * n));
+        uint32_t b0, b1;
+        asm volatile(
+            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+            : "=r"(b0), "=r"(b1)
+            : "r"(addr));
+        MmaF16(o[n], p0, p1, p2, p3, b0, b1);
       }
     }
   }

@@ -262,6 +262,7 @@ if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --no-cuda-graphs
 DYNSPARSE_CUDA_PDL=0 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --seed 2
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --batch 8
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 2048 --new 4 --repeats 3
 --model random:llama-2-7b --device cuda --dtype f16 --prompt 8192 --new 4 --repeats 2
 --model random:opt-30b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
 --model random:opt-66b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
