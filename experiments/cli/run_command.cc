@@ -43,15 +43,18 @@ void OnSigint(int) {
 }
 
 // Loaded models shared by consecutive jobs on the same model (jobs are
-// model-major); each job gets a fresh backend and method.
+// model-major): the weights and the backend they may live on (CUDA) are kept,
+// each job gets a fresh method.
 class CachingOpener {
  public:
   absl::StatusOr<OpenedJob> Open(const Job& job) {
     const ModelSpec& m = job.model;
-    const std::string key =
-        absl::StrCat(m.path, "|", m.tokenizer, "|", m.dtype, "|", m.device);
+    const std::string key = absl::StrCat(m.path, "|", m.tokenizer, "|", m.dtype,
+                                         "|", m.device, "|", m.threads);
+    const MethodArgs args = VariantArgs(job.method);
     if (key != key_ || loaded_ == nullptr) {
       loaded_.reset();  // Free the previous model before loading the next.
+      key_.clear();
       ModelSpecRequest request;
       request.path = m.path;
       request.tokenizer = m.tokenizer;
@@ -59,40 +62,33 @@ class CachingOpener {
       request.dtype = m.dtype;
       request.threads = m.threads;
       request.method = job.method.name;
-      request.method_args = VariantArgs(job.method);
+      request.method_args = args;
       ASSIGN_OR_RETURN(OpenedModel opened, OpenModel(request, {}));
       loaded_ = std::make_shared<OpenedModel>(std::move(opened));
       key_ = key;
-      return Wrap(loaded_, std::move(loaded_->backend),
-                  std::move(loaded_->method), m);
+      return Wrap(loaded_, std::move(loaded_->method), m);
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
-                     CreateBackend(m.device, m.threads));
     ASSIGN_OR_RETURN(
         std::unique_ptr<Method> method,
-        CreateAttachedMethod(job.method.name, VariantArgs(job.method),
-                             loaded_->model.config));
-    return Wrap(loaded_, std::move(backend), std::move(method), m);
+        CreateAttachedMethod(job.method.name, args, loaded_->model.config));
+    return Wrap(loaded_, std::move(method), m);
   }
 
  private:
   struct Owner {
     std::shared_ptr<OpenedModel> model;
-    std::unique_ptr<Backend> backend;
     std::unique_ptr<Method> method;
   };
 
   static OpenedJob Wrap(std::shared_ptr<OpenedModel> model,
-                        std::unique_ptr<Backend> backend,
                         std::unique_ptr<Method> method, const ModelSpec& spec) {
     auto owner = std::make_shared<Owner>();
     owner->model = std::move(model);
-    owner->backend = std::move(backend);
     owner->method = std::move(method);
     OpenedJob job;
     job.model.model = &owner->model->model;
     job.model.tokenizer = owner->model->tokenizer.get();
-    job.model.backend = owner->backend.get();
+    job.model.backend = owner->model->backend.get();
     job.model.method = owner->method.get();
     job.model.device = spec.device;
     job.model.dtype = spec.dtype;
