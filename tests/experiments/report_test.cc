@@ -44,7 +44,8 @@ const std::vector<MetricInfo>& Metrics() {
 }
 
 // Runs dense + toy keep in {0.5, 0.25, 0.1}; keep 0.1 fails the accuracy.
-std::string RunSweep(const TempDir& dir) {
+std::string RunSweep(const TempDir& dir, std::vector<std::string> sets = {},
+                     const std::string& out = "out") {
   const std::string yaml =
       "name: rep\n"
       "model: {path: tests/fixtures/models/tiny-llama-chat, label: tiny}\n"
@@ -54,11 +55,11 @@ std::string RunSweep(const TempDir& dir) {
       "metrics:\n"
       "  - {name: fake, task: a, fail_keep: 0.1}\n"
       "  - {name: latency, task: b}\n";
-  auto config = LoadExperimentConfig(dir.Write("rep.yaml", yaml), {},
+  auto config = LoadExperimentConfig(dir.Write("rep.yaml", yaml), sets,
                                      {FakeMethods(), Metrics()});
   EXPECT_TRUE(config.ok()) << config.status();
   RunOptions options;
-  options.out_dir = dir.path("out");
+  options.out_dir = dir.path(out);
   auto opener = [](const Job& job) -> absl::StatusOr<OpenedJob> {
     auto method =
         std::make_shared<ToyMethod>(job.method.params.value("keep", 1.0));
@@ -150,6 +151,19 @@ TEST(ReportTest, NullValuesAndMistypedFieldsDoNotThrow) {
               HasSubstr("| tiny | toy | 0.5 | a_b | nan ± 0.5000 |"));
   EXPECT_THAT(ReadAll(out + "/plot-value-a-vs-keep.svg"),
               ::testing::Not(HasSubstr("nan")));
+}
+
+TEST(ReportTest, SeveralConfigsGetAConfigColumn) {
+  TempDir dir;
+  const std::string a = RunSweep(dir);
+  const std::string b = RunSweep(dir, {"name=rep2", "seed=1"}, "out2");
+  auto summary = WriteReport({a, b}, dir.path("merged"), ReportOptions{});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const std::string md = ReadAll(dir.path("merged/report.md"));
+  EXPECT_THAT(md, HasSubstr("# Results: rep, rep2\n"));
+  EXPECT_THAT(md, HasSubstr("| config | model | method | keep | mode |"));
+  EXPECT_THAT(md, HasSubstr("| rep | tiny | dense |"));
+  EXPECT_THAT(md, HasSubstr("| rep2 | tiny | dense |"));
 }
 
 TEST(ReportTest, NiceTicksAreRoundAndCoverTheRange) {
