@@ -58,10 +58,20 @@ absl::Status Where(const YAML::Node& node, const std::string& source,
       source, ":", mark.line + 1, ":", mark.column + 1, ": ", message));
 }
 
+// Configs are small; aliases could expand a few bytes into billions of
+// nodes ("billion laughs"), so the conversion counts what it builds.
+constexpr int64_t kMaxNodes = 100'000;
+
 absl::StatusOr<json> Convert(const YAML::Node& node, const std::string& source,
-                             const std::string& path, int depth) {
+                             const std::string& path, int depth,
+                             int64_t& nodes) {
   // Deep nesting is never a real config; stop it before the stack does.
   if (depth > 64) return Where(node, source, "nesting deeper than 64 levels");
+  if (++nodes > kMaxNodes) {
+    return Where(
+        node, source,
+        absl::StrCat("more than ", kMaxNodes, " values (aliases expanding?)"));
+  }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -75,8 +85,8 @@ absl::StatusOr<json> Convert(const YAML::Node& node, const std::string& source,
       json out = json::array();
       size_t i = 0;
       for (const YAML::Node& item : node) {
-        ASSIGN_OR_RETURN(
-            json v, Convert(item, source, IndexYamlPath(path, i), depth + 1));
+        ASSIGN_OR_RETURN(json v, Convert(item, source, IndexYamlPath(path, i),
+                                         depth + 1, nodes));
         out.push_back(std::move(v));
         ++i;
       }
@@ -96,7 +106,8 @@ absl::StatusOr<json> Convert(const YAML::Node& node, const std::string& source,
           return Where(kv.first, source,
                        absl::StrCat(child, ": duplicate key '", key, "'"));
         }
-        ASSIGN_OR_RETURN(json v, Convert(kv.second, source, child, depth + 1));
+        ASSIGN_OR_RETURN(json v,
+                         Convert(kv.second, source, child, depth + 1, nodes));
         out[key] = std::move(v);
       }
       return out;
@@ -209,7 +220,8 @@ absl::StatusOr<nlohmann::json> ParseYaml(const std::string& text,
                      ": YAML syntax error: ", e.msg));
   }
   try {
-    return Convert(root, source, "", 0);
+    int64_t nodes = 0;
+    return Convert(root, source, "", 0, nodes);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": YAML error: ", e.what()));
