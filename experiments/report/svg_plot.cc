@@ -77,7 +77,8 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
     lo -= pad;
     hi += pad;
   }
-  const double raw = (hi - lo) / std::max(1, target);
+  double raw = (hi - lo) / std::max(1, target);
+  if (!std::isfinite(raw) || raw <= 1e-300) raw = 1;  // Degenerate ranges.
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
