@@ -111,9 +111,16 @@ std::vector<json> RunMetric(const MetricSpec& spec,
   }
   line["protocol"] = (*metric)->Protocol();
   const auto start = std::chrono::steady_clock::now();
-  auto rows = (*metric)->Run(model, [&](int64_t done, int64_t total) {
-    if (progress != nullptr) progress->Metric(spec.name, done, total);
-  });
+  absl::StatusOr<std::vector<MetricRow>> rows;
+  // Metrics report errors as Status; an exception that slips out anyway
+  // must fail this job, not kill the sweep (a rerun would hit it again).
+  try {
+    rows = (*metric)->Run(model, [&](int64_t done, int64_t total) {
+      if (progress != nullptr) progress->Metric(spec.name, done, total);
+    });
+  } catch (const std::exception& e) {
+    rows = absl::InternalError(absl::StrCat("uncaught exception: ", e.what()));
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
