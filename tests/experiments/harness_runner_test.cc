@@ -332,6 +332,36 @@ TEST(HarnessRunnerTest, ADamagedLineMidFileIsAnErrorNamingTheLine) {
                 "or remove that line)");
 }
 
+// A metric that throws (a bug) fails its job; the sweep goes on.
+class ThrowingMetric : public Metric {
+ public:
+  std::string Protocol() const override { return "throws"; }
+  absl::StatusOr<std::vector<MetricRow>> Run(const MetricModel&,
+                                             const ProgressFn&) override {
+    throw std::runtime_error("boom");
+  }
+};
+
+TEST(HarnessRunnerTest, AnExceptionInAMetricFailsOnlyThatPair) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir);
+  std::vector<MetricInfo> table = FakeMetrics();
+  table[0].create =
+      [](const MetricParams& p) -> absl::StatusOr<std::unique_ptr<Metric>> {
+    if (p.path() == "metrics[1]") return std::make_unique<ThrowingMetric>();
+    return FakeMetrics()[0].create(p);
+  };
+  auto summary = RunExperiment(config, table, FakeOpener(), Options(dir));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->pairs_ok, 6u);
+  EXPECT_EQ(summary->pairs_failed, 6u);
+  for (const json& l : Lines(dir.path("out"))) {
+    if (l["kind"] == "result" && l["metric_index"] == 1) {
+      EXPECT_EQ(l["error"], "uncaught exception: boom");
+    }
+  }
+}
+
 TEST(HarnessRunnerTest, ResultsOfAnotherConfigAreNotMixedIn) {
   TempDir dir;
   ASSERT_TRUE(
