@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "experiments/metrics/longctx_metric.h"
+#include "experiments/metrics/latency_metric.h"
 #include "experiments/metrics/perplexity_metric.h"
 #include "experiments/metrics/zeroshot.h"
 
@@ -12,6 +13,7 @@ namespace dynsparse {
 
 const std::vector<MetricInfo>& MetricRegistry() {
   static const auto* const kMetrics = new std::vector<MetricInfo>{
+      LatencyMetricInfo(),
       PerplexityMetricInfo(),
       ZeroshotMetricInfo(),
       LongctxMetricInfo(),

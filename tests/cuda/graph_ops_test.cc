@@ -1,0 +1,84 @@
+// The data-movement kernels of graph_ops.h against plain host loops.
+#include "kernels/cuda/graph_ops.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "tests/cuda/cuda_test_util.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+class GraphOpsTest : public testutil::CudaTest {};
+
+TEST_F(GraphOpsTest, ArgmaxPicksTheLowestIndexOfTheMaximum) {
+  const int64_t rows = 5, cols = 50000;  // More columns than threads.
+  std::vector<float> x = RandomValues(rows * cols);
+  x[1 * cols + 7] = 100.f;  // A tie: the lower index wins.
+  x[1 * cols + 40000] = 100.f;
+  x[3 * cols + cols - 1] = 50.f;  // The last column.
+  const Tensor dx = Upload(Tensor::FromF32(x, {rows, cols}));
+  Tensor out = PoisonedDevice(DType::kI32, {rows});
+  ASSERT_TRUE(ArgmaxRows(ctx(), dx, out.data<int32_t>()).ok());
+  ASSERT_TRUE(ctx().Synchronize().ok());
+  absl::StatusOr<Tensor> host = ToHost(ctx(), out);
+  ASSERT_TRUE(host.ok()) << host.status();
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto begin = x.begin() + r * cols;
+    const int32_t want =
+        static_cast<int32_t>(std::max_element(begin, begin + cols) - begin);
+    EXPECT_EQ(host->data<int32_t>()[r], want)
+        << "row " << r << " " << SeedMessage();
+  }
+}
+
+TEST_F(GraphOpsTest, EmbedWriteRowsAndMaskMatchHostLoops) {
+  const int64_t vocab = 40, width = 24;
+  const std::vector<float> table = RandomValues(vocab * width);
+  const Tensor dtable =
+      Upload(Tensor::FromF32(table, {vocab, width}, DType::kBF16));
+  const std::vector<int32_t> ids = {3, 39, 0, 3};
+  const Tensor dids = Upload(Tensor::FromI32(ids, {4}));
+  Tensor emb = PoisonedDevice(DType::kF32, {4, width});
+  ASSERT_TRUE(EmbedRows(ctx(), dtable, dids.data<int32_t>(), &emb).ok());
+  const std::vector<float> got = Download(emb);
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t c = 0; c < width; ++c) {
+      EXPECT_EQ(got[i * width + c],
+                BF16ToF32(F32ToBF16(table[ids[i] * width + c])));
+    }
+  }
+
+  // Rows 2 and 5 of an 8-row cache get rows 0 and 1 of emb.
+  Tensor cache = PoisonedDevice(DType::kF32, {8, width});
+  const Tensor dpos = Upload(Tensor::FromI32({2, 5}, {2}));
+  ASSERT_TRUE(
+      WriteCacheRows(ctx(), emb.Rows(0, 2), dpos.data<int32_t>(), &cache).ok());
+  const std::vector<float> c = Download(cache);
+  for (int64_t col = 0; col < width; ++col) {
+    EXPECT_EQ(c[2 * width + col], got[col]);
+    EXPECT_EQ(c[5 * width + col], got[width + col]);
+  }
+
+  // Units of 6 columns; row 0 keeps units {1, 3}, row 1 keeps {0, 2}.
+  Tensor x = Upload(Tensor::FromF32(RandomValues(2 * width), {2, width}));
+  const std::vector<float> before = Download(x);
+  const Tensor keep = Upload(Tensor::FromI32({1, 3, 0, 2}, {4}));
+  Tensor flags = PoisonedDevice(DType::kI32, {2});
+  ASSERT_TRUE(MaskUnitsDevice(ctx(), keep.data<int32_t>(), 2, 6,
+                              flags.data<uint8_t>(), &x)
+                  .ok());
+  const std::vector<float> after = Download(x);
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t col = 0; col < width; ++col) {
+      const int64_t unit = col / 6;
+      const bool kept =
+          r == 0 ? (unit == 1 || unit == 3) : (unit == 0 || unit == 2);
+      EXPECT_EQ(after[r * width + col], kept ? before[r * width + col] : 0.f)
+          << "row " << r << " col " << col;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda
