@@ -43,8 +43,13 @@ std::string TickText(double v, double step) {
   if (v == 0) return "0";
   const double a = std::fabs(v);
   if (a >= 1e5 || a < 1e-3) return absl::StrFormat("%.2g", v);
-  const int decimals =
-      std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  // As many decimals as the step needs (2.5 -> 1, 0.25 -> 2, 50 -> 0).
+  int decimals = 0;
+  while (decimals < 10) {
+    const double scaled = step * std::pow(10.0, decimals);
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * scaled) break;
+    ++decimals;
+  }
   return absl::StrFormat("%.*f", decimals, v);
 }
 
@@ -198,10 +203,12 @@ std::string RenderSvg(const PlotSpec& spec) {
                         "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                         "height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
                         kLeft, kTop, pw, ph);
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
-                        "font-size=\"13\">%s</text>\n",
-                        kLeft + pw / 2, kHeight - 12, Escape(spec.x_label));
+  if (!categorical) {  // Category names label themselves.
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%.1f\" "
+                          "text-anchor=\"middle\" font-size=\"13\">%s</text>\n",
+                          kLeft + pw / 2, kHeight - 12, Escape(spec.x_label));
+  }
   absl::StrAppendFormat(&svg,
                         "<text transform=\"translate(18 %.1f) rotate(-90)\" "
                         "text-anchor=\"middle\" font-size=\"13\">%s</text>\n",

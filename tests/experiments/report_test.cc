@@ -176,6 +176,16 @@ TEST(ReportTest, NiceTicksAreRoundAndCoverTheRange) {
   EXPECT_EQ(NiceTicks(5, 5, 5).size() >= 2, true);  // Flat data still plots.
 }
 
+TEST(ReportTest, TickLabelsShowTheStepsDecimals) {
+  PlotSpec spec;
+  PlotSeries s;
+  s.points = {{0, 7508, ""}, {1, 7520, ""}};  // Steps of 2.5.
+  spec.series.push_back(s);
+  const std::string svg = RenderSvg(spec);
+  EXPECT_THAT(svg, HasSubstr(">7512.5</text>"));
+  EXPECT_THAT(svg, ::testing::Not(HasSubstr(">7518</text>")));
+}
+
 TEST(ReportTest, FormatValueKeepsFourSignificantDigits) {
   EXPECT_EQ(FormatValue(12.3456), "12.35");
   EXPECT_EQ(FormatValue(0.65123), "0.6512");
