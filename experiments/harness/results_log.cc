@@ -1,6 +1,7 @@
 #include "experiments/harness/results_log.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,6 +158,20 @@ absl::StatusOr<ResultsLog> ResultsLog::Open(const std::string& dir,
   ResultsLog log;
   log.path_ = (fs::path(dir) / file_name).string();
 
+  // One writer per results file: a second run of the same shard into the
+  // same folder would duplicate work and race the repair below. The lock
+  // lives on a file that is never renamed and dies with the process.
+  const std::string lock_path =
+      (fs::path(dir) / ("." + file_name + ".lock")).string();
+  log.lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (log.lock_fd_ < 0) return Errno("cannot create", lock_path);
+  if (::flock(log.lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        log.path_,
+        ": another dynsparse run is writing it (same folder and shard); "
+        "wait for it or use another --out"));
+  }
+
   // Repair our own file first: rewrite it without the torn tail.
   if (fs::exists(log.path_, ec)) {
     ASSIGN_OR_RETURN(std::vector<json> kept,
@@ -221,15 +236,18 @@ void ResultsLog::Note(const nlohmann::json& line) {
 ResultsLog::ResultsLog(ResultsLog&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(other.fd_),
+      lock_fd_(other.lock_fd_),
       dropped_(other.dropped_),
       ok_pairs_(std::move(other.ok_pairs_)),
       error_pairs_(std::move(other.error_pairs_)),
       last_marker_(std::move(other.last_marker_)) {
   other.fd_ = -1;
+  other.lock_fd_ = -1;
 }
 
 ResultsLog::~ResultsLog() {
   if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // Releases the flock.
 }
 
 bool ResultsLog::Finished(const std::string& pair_key,

@@ -63,6 +63,7 @@ class ResultsLog {
 
   std::string path_;
   int fd_ = -1;
+  int lock_fd_ = -1;  // flock'd .FILE.lock beside the log.
   int dropped_ = 0;
   std::set<std::string> ok_pairs_;
   std::set<std::string> error_pairs_;

@@ -362,6 +362,24 @@ TEST(HarnessRunnerTest, AnExceptionInAMetricFailsOnlyThatPair) {
   }
 }
 
+TEST(HarnessRunnerTest, OneWriterPerResultsFile) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir);
+  auto first = ResultsLog::Open(dir.path("out"), "results.jsonl", config.hash);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second =
+      RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(),
+            dir.path("out/results.jsonl") +
+                ": another dynsparse run is writing it (same folder and "
+                "shard); wait for it or use another --out");
+  // Another shard of the same folder may run at the same time.
+  RunOptions shard = Options(dir);
+  shard.shard = {1, 2};
+  EXPECT_TRUE(RunExperiment(config, FakeMetrics(), FakeOpener(), shard).ok());
+}
+
 TEST(HarnessRunnerTest, ResultsOfAnotherConfigAreNotMixedIn) {
   TempDir dir;
   ASSERT_TRUE(
