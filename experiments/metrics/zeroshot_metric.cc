@@ -1,4 +1,5 @@
 // The `zeroshot` metric: lm-eval-style accuracy on registered tasks.
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,11 @@ class ZeroshotMetric : public Metric {
   std::string Protocol() const override {
     std::vector<std::string> shots;
     for (int64_t k : fewshot_) shots.push_back(absl::StrCat(k));
+    // One number when every task has the same shot count.
+    if (std::all_of(fewshot_.begin(), fewshot_.end(),
+                    [&](int64_t k) { return k == fewshot_[0]; })) {
+      shots.resize(1);
+    }
     return absl::StrCat(
         "lm-eval loglikelihood, ", absl::StrJoin(shots, "/"), "-shot",
         options_.limit > 0 ? absl::StrCat(", first ", options_.limit, " docs")
