@@ -105,11 +105,13 @@ std::vector<TaskDefinition> BuildTasks() {
                .prompt = "{text without last word}| {last word}",
                .source = "lm_eval/tasks/lambada/lambada_openai.yaml",
                .load = LoadFoundryLambada});
+  // The choices start with their own space (datasets/refcloze/README.md).
   t.push_back({.name = "refcloze",
+               .target_delimiter = "",
                .acc_norm = true,
                .data_path = "datasets/refcloze/refcloze.jsonl",
                .data_in_repo = true,
-               .prompt = "{query}| {choice}",
+               .prompt = "{query}|{choice, which starts with a space}",
                .source = "llm-foundry multiple-choice format (project data)",
                .load = choices("", "")});
   return t;
