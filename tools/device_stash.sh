@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The device tool sends the working tree (tracked + untracked-not-ignored
+# files) and refuses trees over 64 MiB; the reference models' weights alone
+# are 58 MiB. Before a device run, `tools/device_stash.sh out` moves them into
+# the git-ignored .device_stash/ (carry `.device_stash/ref-llama` when the run
+# needs one model: ~22 MiB of tree + 30 MiB fits); afterwards
+# `tools/device_stash.sh in` puts them back (same filesystem: a rename, so
+# readers that already opened a file are unaffected).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+stash="$repo/.device_stash"
+case "${1:-}" in
+  out)
+    for dir in "$repo"/models/*/; do
+      name="$(basename "$dir")"
+      [[ -f "$dir/model.safetensors" ]] || continue
+      mkdir -p "$stash/$name"
+      mv "$dir/model.safetensors" "$stash/$name/model.safetensors"
+      # Everything else of the model folder, so a carried stash is loadable.
+      cp "$dir"/*.json "$stash/$name/" 2>/dev/null || true
+    done
+    ;;
+  in)
+    for dir in "$stash"/*/; do
+      [[ -d "$dir" ]] || continue
+      name="$(basename "$dir")"
+      if [[ -f "$dir/model.safetensors" ]]; then
+        mv "$dir/model.safetensors" "$repo/models/$name/model.safetensors"
+      fi
+    done
+    rm -rf "$stash"
+    git -C "$repo" diff --quiet -- models || {
+      echo "device_stash: models/ differs from git after restore" >&2
+      exit 1
+    }
+    ;;
+  *)
+    echo "usage: tools/device_stash.sh out|in" >&2
+    exit 2
+    ;;
+esac
