@@ -186,6 +186,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--heldout-tokens", type=int, default=400_000)
     ap.add_argument("--quick", action="store_true", help="tiny amounts of everything (dry run)")
+    ap.add_argument("--keep-crlf", action="store_true", help="score eval files byte for byte (no CRLF -> LF)")
     args = ap.parse_args()
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     tok = Tokenizer.from_file(str(args.data / "tokenizer.json"))
@@ -204,7 +205,10 @@ def main() -> int:
         if args.eval_data:
             limit = 20000 if args.quick else None
             for key, rel in (("wikitext2_test", "wikitext2/wiki.test.raw"), ("ptb_test", "ptb/ptb.test.txt")):
-                text = (args.eval_data / rel).read_text(encoding="utf-8")
+                # Python's universal newlines turn the shared WikiText-2 file's CRLF into LF (the shipped
+                # numbers); --keep-crlf scores the bytes as stored, as `dynsparse perplexity` does.
+                with open(args.eval_data / rel, encoding="utf-8", newline="" if args.keep_crlf else None) as f:
+                    text = f.read()
                 r[key] = text_metrics(model, tok, text[:limit] if limit else text, ctx, dev)
                 print(f"[{mdir.name}] {key}: {r[key]}", flush=True)
         r["heldout_corpus"] = heldout_metrics(model, held, train, tok.get_vocab_size(), ctx, dev,
