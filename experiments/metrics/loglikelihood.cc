@@ -97,6 +97,11 @@ LoglikelihoodScorer::ScoreGroup(absl::Span<const TokenizedRequest> requests) {
     p.input.assign(full.begin(), full.end() - 1);
     p.targets = req.continuation;
     p.first_scored = static_cast<int64_t>(p.input.size()) - cont;
+    if (p.first_scored < 0) {  // Empty context and no BOS/EOS to stand in.
+      return absl::InvalidArgumentError(
+          "a request has no context token (empty context and the tokenizer "
+          "has neither BOS nor EOS)");
+    }
     prepared.push_back(std::move(p));
     which.push_back(r);
   }
