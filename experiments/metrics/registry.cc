@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "experiments/metrics/longctx_metric.h"
 #include "experiments/metrics/latency_metric.h"
+#include "experiments/metrics/longctx_metric.h"
 #include "experiments/metrics/perplexity_metric.h"
 #include "experiments/metrics/zeroshot.h"
 
