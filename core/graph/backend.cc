@@ -24,6 +24,32 @@ void Backend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
   }
 }
 
+void Backend::RopeWriteKv(const RopeTable& rope,
+                          absl::Span<const int32_t> positions,
+                          int64_t num_heads, int64_t num_kv_heads, Tensor* q,
+                          Tensor* k, const Tensor& v, Tensor* k_cache,
+                          Tensor* v_cache) {
+  if (rope.enabled()) {
+    ApplyRope(rope, positions, num_heads, q);
+    ApplyRope(rope, positions, num_kv_heads, k);
+  }
+  WriteRows(*k, positions, k_cache);
+  WriteRows(v, positions, v_cache);
+}
+
+void Backend::LinearActivate(const Tensor& x, const Tensor& w,
+                             const Tensor& bias, Activation activation,
+                             Tensor* y) {
+  Linear(x, w, bias, y);
+  Activate(activation, y);
+}
+
+void Backend::GatedLinear(Activation activation, const Tensor& gate, Tensor* up,
+                          const Tensor& w, const Tensor& bias, Tensor* y) {
+  GatedActivate(activation, gate, up);
+  Linear(*up, w, bias, y);
+}
+
 absl::StatusOr<double> Backend::MeasureCopyBandwidth(int64_t bytes) {
   if (bytes <= 0) return absl::InvalidArgumentError("copy size must be > 0");
   // Host memory: a plain memcpy between two buffers the size of the request.

@@ -98,6 +98,27 @@ class Backend {
                          absl::Span<const int32_t> positions,
                          Tensor* cache) = 0;
   virtual void Attention(const AttentionArgs& args) = 0;
+  // The attention prologue of a step: RoPE of q ([n, num_heads * head_dim])
+  // and k ([n, num_kv_heads * head_dim]) when rope.enabled(), then k and v
+  // written to cache rows positions[i]. Default: ApplyRope and WriteRows;
+  // CUDA does it in one kernel (one launch instead of three per layer).
+  virtual void RopeWriteKv(const RopeTable& rope,
+                           absl::Span<const int32_t> positions,
+                           int64_t num_heads, int64_t num_kv_heads, Tensor* q,
+                           Tensor* k, const Tensor& v, Tensor* k_cache,
+                           Tensor* v_cache);
+  // y = act(x * w^T (+ bias)): the ungated MLP's up projection. Default:
+  // Linear then Activate; CUDA applies the activation in the GEMV epilogue.
+  virtual void LinearActivate(const Tensor& x, const Tensor& w,
+                              const Tensor& bias, Activation activation,
+                              Tensor* y);
+  // y = (act(gate) * up) * w^T (+ bias): the gated MLP's down projection.
+  // Default: GatedActivate (up then holds the product) and Linear. CUDA folds
+  // the product into the GEMV's input load at batch 1 and leaves up as it
+  // was, so callers must not read up afterwards.
+  virtual void GatedLinear(Activation activation, const Tensor& gate,
+                           Tensor* up, const Tensor& w, const Tensor& bias,
+                           Tensor* y);
   // Masked execution of a unit selection: zeroes, per row, the units (blocks
   // of `unit_width` columns) that the row does not keep.
   virtual void MaskUnits(const UnitSelection& keep, int64_t unit_width,

@@ -208,8 +208,7 @@ void Session::RunLayer(int64_t layer, Phase phase,
 }
 
 // For a single row, projections that share an input are written into one
-// buffer (adjacent slices), which lets a backend run them as one GEMV and
-// rotate q and k in one RoPE pass.
+// buffer (adjacent slices), which lets a backend run them as one GEMV.
 void Session::Attention(int64_t layer, Phase phase,
                         absl::Span<const int32_t> positions, Tensor* x,
                         Tensor* pending) {
@@ -235,18 +234,9 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
   Tensor* ys[] = {&q, &k, &v};
   backend_.LinearGroup(h, ws, bs, ys);
-  if (rope_.enabled()) {
-    if (n == 1) {
-      Tensor qk = qkv.Rows(0, qd + kvd).Reshape({1, qd + kvd});
-      backend_.ApplyRope(rope_, positions,
-                         config_.num_heads + config_.num_kv_heads, &qk);
-    } else {
-      backend_.ApplyRope(rope_, positions, config_.num_heads, &q);
-      backend_.ApplyRope(rope_, positions, config_.num_kv_heads, &k);
-    }
-  }
-  backend_.WriteRows(k, positions, &cache_.keys(layer));
-  backend_.WriteRows(v, positions, &cache_.values(layer));
+  backend_.RopeWriteKv(rope_, positions, config_.num_heads,
+                       config_.num_kv_heads, &q, &k, v, &cache_.keys(layer),
+                       &cache_.values(layer));
 
   Tensor context = backend_.Allocate(DType::kF32, {n, qd});
   AttentionArgs args;
@@ -291,11 +281,19 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
     const Tensor* bs[] = {&w.b_up, &w.b_gate};
     Tensor* ys[] = {&up, &gate};
     backend_.LinearGroup(h, ws, bs, ys);
+    if (neurons.all) {
+      // The product act(gate) * up feeds only the down projection: a backend
+      // may fold it into that GEMV.
+      Tensor down = backend_.Allocate(DType::kF32, x->shape());
+      backend_.GatedLinear(config_.activation, gate, &up, w.w_down, w.b_down,
+                           &down);
+      EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
+      return;
+    }
     backend_.GatedActivate(config_.activation, gate, &up);
   } else {
     up = backend_.Allocate(DType::kF32, {n, inter});
-    backend_.Linear(h, w.w_up, w.b_up, &up);
-    backend_.Activate(config_.activation, &up);
+    backend_.LinearActivate(h, w.w_up, w.b_up, config_.activation, &up);
   }
   if (!neurons.all) backend_.MaskUnits(neurons, 1, &up);
 

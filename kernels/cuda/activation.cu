@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kernels/cuda/act.cuh"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/cuda_utils.cuh"
 
@@ -13,20 +14,6 @@ namespace dynsparse::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <Activation A>
-__device__ __forceinline__ float Act(float v) {
-  if constexpr (A == Activation::kRelu) {
-    return v > 0.0f ? v : 0.0f;
-  } else if constexpr (A == Activation::kSilu) {
-    return v / (1.0f + expf(-v));
-  } else if constexpr (A == Activation::kGelu) {
-    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-  } else {
-    const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
-    return 0.5f * v * (1.0f + tanhf(inner));
-  }
-}
 
 // out = act(in) (in may alias out).
 template <Activation A>

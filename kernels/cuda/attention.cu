@@ -33,6 +33,7 @@ struct KernelArgs {
   const int32_t* positions;
   float* out;
   float* scratch;
+  int* counters;  // decode: [n, heads] zeroed, or null (separate combine)
   int n;
   int heads;
   int group;  // query heads per kv head
@@ -415,30 +416,18 @@ __device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
              (a.head_dim + 2);
 }
 
+// One chunk of keys of one (row, head): the partial max, sum and weighted
+// values into `entry`.
 template <int D>
-__global__ void __launch_bounds__(kThreads)
-    DecodeAttentionKernel(const KernelArgs a) {
-  PdlWait();
+__device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
+                                            int chunk0, int limit,
+                                            float* entry) {
   constexpr int kCols = D / 32;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
-
-  const int chunk = blockIdx.x;
-  const int h = blockIdx.y;
-  const int row = blockIdx.z;
   const int kvh = h / a.group;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  const int limit = min(a.positions[row] + 1, a.max_keys);
-  const int chunk0 = chunk * static_cast<int>(kDecodeKeysPerChunk);
-  float* entry = ScratchEntry(a, row, h, chunk);
-  if (chunk0 >= limit) {  // Nothing visible: an empty partial.
-    if (threadIdx.x == 0) {
-      entry[0] = -INFINITY;
-      entry[1] = 0.f;
-    }
-    return;
-  }
 
   float q[kCols];
 #pragma unroll
@@ -528,31 +517,72 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Merges the chunks of one (head, row): grid (heads, n).
-__global__ void DecodeCombineKernel(const KernelArgs a) {
-  PdlWait();
-  const int h = blockIdx.x;
-  const int row = blockIdx.y;
+// Merges the chunks of one (head, row) into out. Reads the partials with
+// ld.global.cg: in the fused path other blocks wrote them during this launch,
+// so they must come from L2, not from a possibly stale L1 line.
+__device__ __forceinline__ void CombineChunks(const KernelArgs& a, int h,
+                                              int row) {
   float m = -INFINITY;
   for (int c = 0; c < a.chunks; ++c) {
     const float* e = ScratchEntry(a, row, h, c);
-    if (e[1] > 0.f) m = fmaxf(m, e[0]);
+    if (__ldcg(e + 1) > 0.f) m = fmaxf(m, __ldcg(e));
   }
   float l = 0.f;
   for (int c = 0; c < a.chunks; ++c) {
     const float* e = ScratchEntry(a, row, h, c);
-    if (e[1] > 0.f) l += e[1] * expf(e[0] - m);
+    const float el = __ldcg(e + 1);
+    if (el > 0.f) l += el * expf(__ldcg(e) - m);
   }
   const float inv = l > 0.f ? 1.f / l : 0.f;
   for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
     float sum = 0.f;
     for (int c = 0; c < a.chunks; ++c) {
       const float* e = ScratchEntry(a, row, h, c);
-      if (e[1] > 0.f) sum += e[2 + d] * expf(e[0] - m);
+      if (__ldcg(e + 1) > 0.f) sum += __ldcg(e + 2 + d) * expf(__ldcg(e) - m);
     }
     a.out[static_cast<int64_t>(row) * a.q_stride +
           static_cast<int64_t>(h) * a.head_dim + d] = sum * inv;
   }
+}
+
+// The separate merge (when no counters are given): grid (heads, n).
+__global__ void DecodeCombineKernel(const KernelArgs a) {
+  PdlWait();
+  CombineChunks(a, blockIdx.x, blockIdx.y);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    DecodeAttentionKernel(const KernelArgs a) {
+  PdlWait();
+  const int chunk = blockIdx.x;
+  const int h = blockIdx.y;
+  const int row = blockIdx.z;
+  const int limit = min(a.positions[row] + 1, a.max_keys);
+  const int chunk0 = chunk * static_cast<int>(kDecodeKeysPerChunk);
+  float* entry = ScratchEntry(a, row, h, chunk);
+  if (chunk0 >= limit) {  // Nothing visible: an empty partial.
+    if (threadIdx.x == 0) {
+      entry[0] = -INFINITY;
+      entry[1] = 0.f;
+    }
+  } else {
+    DecodeChunk<D>(a, row, h, chunk0, limit, entry);
+  }
+  if (a.counters == nullptr) return;
+  // Merge in this launch: the block that finishes last for its (row, head)
+  // combines all chunks (in chunk order, so the result does not depend on
+  // which block was last) and resets the counter for the next launch.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  int* counter = a.counters + static_cast<int64_t>(row) * a.heads + h;
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == a.chunks - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  CombineChunks(a, h, row);
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
@@ -595,6 +625,7 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->positions = args.positions;
   a->out = args.out->data<float>();
   a->scratch = nullptr;
+  a->counters = args.counters;
   a->n = static_cast<int>(n);
   a->heads = static_cast<int>(args.num_heads);
   a->group = static_cast<int>(args.num_heads / args.num_kv_heads);
@@ -643,6 +674,7 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a) {
   if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
     return s;
   }
+  if (a.counters != nullptr) return absl::OkStatus();  // Merged in-kernel.
   const dim3 combine_grid(static_cast<unsigned>(a.heads),
                           static_cast<unsigned>(a.n));
   LaunchKernel(ctx.programmatic_launch(), DecodeCombineKernel, combine_grid,

@@ -39,6 +39,11 @@ struct DeviceAttentionArgs {
   // scores and softmax in f32) when head_dim is 64 or 128; relative error
   // ~1e-3 instead of ~1e-6.
   bool tensor_cores = false;
+  // Decode only: DecodeAttentionCounters(args) device ints, zero, which the
+  // kernel leaves zero. With them the last block of each (row, head) merges
+  // the key chunks in the same launch (one kernel instead of two, same
+  // values); without them a second kernel merges.
+  int32_t* counters = nullptr;
 };
 
 // `max_keys` bounds the keys any row may see (<= capacity); prefill only,
@@ -49,6 +54,10 @@ absl::Status PrefillAttention(DeviceContext& ctx,
 
 // Floats of scratch DecodeAttention needs for these arguments.
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);
+// Ints of DeviceAttentionArgs::counters these arguments need (rows x heads).
+inline int64_t DecodeAttentionCounters(const DeviceAttentionArgs& args) {
+  return (args.q == nullptr ? 0 : args.q->dim(0)) * args.num_heads;
+}
 // `scratch` is a device f32 buffer of DecodeAttentionScratchFloats(args).
 absl::Status DecodeAttention(DeviceContext& ctx,
                              const DeviceAttentionArgs& args, float* scratch);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/graph_ops.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
@@ -20,6 +22,8 @@ namespace {
 // and unit selections of prefill chunks up to ~100k tokens.
 constexpr int64_t kIndexArenaInts = int64_t{1} << 20;
 constexpr int64_t kIndexAlignInts = 64;  // 256-byte aligned slots.
+// Decode attention merge counters: rows (<= 8) x heads.
+constexpr int64_t kAttentionCounterInts = 8 * 1024;
 
 enum OpCode : uint64_t {
   kOpEmbed = 1,
@@ -35,6 +39,9 @@ enum OpCode : uint64_t {
   kOpMask,
   kOpToHost,
   kOpAddNorm,
+  kOpRopeWriteKv,
+  kOpGatedLinear,
+  kOpLinearActivate,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -87,8 +94,12 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   absl::StatusOr<std::unique_ptr<DeviceContext>> ctx =
       DeviceContext::Create(options.device);
   if (!ctx.ok()) return ctx.status();
-  std::unique_ptr<CudaBackend> backend(
-      new CudaBackend(std::move(*ctx), options));
+  CudaBackendOptions opts = options;
+  if (const char* fuse = std::getenv("DYNSPARSE_CUDA_FUSE");
+      fuse != nullptr && std::strcmp(fuse, "0") == 0) {
+    opts.fused_ops = false;
+  }
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(*ctx), opts));
   if (absl::Status s = backend->Init(); !s.ok()) return s;
   return backend;
 }
@@ -107,6 +118,14 @@ absl::Status CudaBackend::Init() {
       AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
   if (!arena.ok()) return arena.status();
   device_indices_ = *arena;
+  absl::StatusOr<Tensor> counters =
+      AllocateDevice(*ctx_, DType::kI32, {kAttentionCounterInts});
+  if (!counters.ok()) return counters.status();
+  attention_counters_ = *counters;
+  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(attention_counters_.raw_data(), 0,
+                                          attention_counters_.bytes(),
+                                          ctx_->stream()));
+  if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
   DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_));
   DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_));
   return absl::OkStatus();
@@ -125,7 +144,8 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::name() const {
   return absl::StrCat("cuda (", ctx_->info().DebugString(),
                       options_.cuda_graphs ? ", CUDA graphs" : "",
-                      ctx_->programmatic_launch() ? ", PDL" : "", ")");
+                      ctx_->programmatic_launch() ? ", PDL" : "",
+                      options_.fused_ops ? "" : ", unfused", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {
@@ -492,7 +512,11 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.
     Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
-    sig = MixTensor(sig, scratch);
+    if (options_.fused_ops &&
+        DecodeAttentionCounters(d) <= kAttentionCounterInts) {
+      d.counters = attention_counters_.data<int32_t>();
+    }
+    sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
     if (!Op(sig)) return;
     Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "Attention");
     return;
@@ -500,6 +524,61 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   d.tensor_cores = n >= options_.tensor_core_attention_rows;
   if (!Op(Mix(Mix(sig, args.num_keys), d.tensor_cores))) return;
   Check(PrefillAttention(*ctx_, d, args.num_keys), "Attention");
+}
+
+void CudaBackend::RopeWriteKv(const RopeTable& rope,
+                              absl::Span<const int32_t> positions,
+                              int64_t num_heads, int64_t num_kv_heads,
+                              Tensor* q, Tensor* k, const Tensor& v,
+                              Tensor* k_cache, Tensor* v_cache) {
+  if (!options_.fused_ops) {
+    Backend::RopeWriteKv(rope, positions, num_heads, num_kv_heads, q, k, v,
+                         k_cache, v_cache);
+    return;
+  }
+  const Tensor none;
+  const Tensor& freq = rope.enabled() ? RopeFrequencies(rope) : none;
+  uint64_t sig = MixTensor(MixTensor(kOpRopeWriteKv, *q), *k);
+  sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, v), *k_cache), *v_cache),
+                  freq);
+  sig = Mix(Mix(sig, static_cast<uint64_t>(num_heads)),
+            static_cast<uint64_t>(num_kv_heads));
+  const Tensor pos = StagedTensor(positions, &sig);
+  if (!Op(sig)) return;
+  const int64_t head_dim = num_kv_heads > 0 ? k->dim(1) / num_kv_heads : 0;
+  Check(cuda::RopeWriteKv(*ctx_, freq, pos, num_heads, num_kv_heads, head_dim,
+                          q, k, v, k_cache, v_cache),
+        "RopeWriteKv");
+}
+
+void CudaBackend::LinearActivate(const Tensor& x, const Tensor& w,
+                                 const Tensor& bias, Activation activation,
+                                 Tensor* y) {
+  if (!options_.fused_ops) {
+    Backend::LinearActivate(x, w, bias, activation, y);
+    return;
+  }
+  uint64_t sig = MixTensor(MixTensor(kOpLinearActivate, x), w);
+  sig = MixTensor(MixTensor(sig, bias), *y);
+  if (!Op(Mix(sig, static_cast<uint64_t>(activation)))) return;
+  Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y, activation),
+        "LinearActivate");
+}
+
+void CudaBackend::GatedLinear(Activation activation, const Tensor& gate,
+                              Tensor* up, const Tensor& w, const Tensor& bias,
+                              Tensor* y) {
+  // The fused GEMV needs what the CUDA-core path needs (gemv.h); anything
+  // else runs the two ops.
+  const bool fuse = options_.fused_ops && GatedGemvSupported(gate, *up, w);
+  if (!fuse) {
+    Backend::GatedLinear(activation, gate, up, w, bias, y);
+    return;
+  }
+  uint64_t sig = MixTensor(MixTensor(kOpGatedLinear, gate), *up);
+  sig = MixTensor(MixTensor(MixTensor(sig, w), bias), *y);
+  if (!Op(Mix(sig, static_cast<uint64_t>(activation)))) return;
+  Check(GatedGemv(*ctx_, activation, gate, *up, w, bias, y), "GatedLinear");
 }
 
 void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,

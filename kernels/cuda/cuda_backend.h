@@ -40,6 +40,12 @@ struct CudaBackendOptions {
   // Prefills of at least this many rows run attention on tensor cores (f16
   // operands, attention.h); shorter ones, and decode, stay in f32.
   int64_t tensor_core_attention_rows = 256;
+  // RopeWriteKv as one kernel, decode attention merging its chunks in the
+  // same launch, the ungated MLP's activation in the up GEMV's epilogue
+  // (LinearActivate) and, at batch 1, SwiGLU's product folded into the down
+  // GEMV (GatedLinear): four launches fewer per decode layer. The
+  // environment variable DYNSPARSE_CUDA_FUSE=0 turns it off (A/B timing).
+  bool fused_ops = true;
 };
 
 struct CudaGraphStats {
@@ -91,6 +97,14 @@ class CudaBackend : public Backend {
   void WriteRows(const Tensor& rows, absl::Span<const int32_t> positions,
                  Tensor* cache) override;
   void Attention(const AttentionArgs& args) override;
+  void RopeWriteKv(const RopeTable& rope, absl::Span<const int32_t> positions,
+                   int64_t num_heads, int64_t num_kv_heads, Tensor* q,
+                   Tensor* k, const Tensor& v, Tensor* k_cache,
+                   Tensor* v_cache) override;
+  void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
+                      Activation activation, Tensor* y) override;
+  void GatedLinear(Activation activation, const Tensor& gate, Tensor* up,
+                   const Tensor& w, const Tensor& bias, Tensor* y) override;
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;
@@ -145,6 +159,9 @@ class CudaBackend : public Backend {
   std::vector<PendingCopy> pending_;
 
   std::vector<std::pair<std::vector<double>, Tensor>> rope_tables_;
+  // Zeroed ints the decode attention kernel uses to merge its key chunks in
+  // the same launch (attention.h); every launch leaves them zero.
+  Tensor attention_counters_;
 
   // Step and graph state.
   bool in_step_ = false;

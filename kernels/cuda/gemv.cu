@@ -52,6 +52,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kernels/cuda/act.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
 
@@ -78,7 +79,9 @@ struct GemvArgs {
   const void* bias;
   FloatKind bias_kind;
   float* y;
-  float* partial;  // [k_splits, batch, out] when k_splits > 1.
+  float* partial;     // [k_splits, batch, out] when k_splits > 1.
+  const float* gate;  // GatedGemv only: x is read as act(gate) * x.
+  int act;            // -1, or an Activation applied to y (+ bias).
   int batch;
   int64_t out;
   int64_t in;
@@ -123,23 +126,71 @@ __device__ __forceinline__ void Unpack8<__half>(const uint4& v, float (&f)[8]) {
   }
 }
 
+// y's final value: act(sum + bias), as Linear followed by Activate computes
+// it (the activation folded into the epilogue saves OPT's ReLU launch).
+__device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
+                                        float sum) {
+  const float v = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
+  switch (a.act) {
+    case static_cast<int>(Activation::kRelu):
+      return Act<Activation::kRelu>(v);
+    case static_cast<int>(Activation::kSilu):
+      return Act<Activation::kSilu>(v);
+    case static_cast<int>(Activation::kGelu):
+      return Act<Activation::kGelu>(v);
+    case static_cast<int>(Activation::kGeluTanh):
+      return Act<Activation::kGeluTanh>(v);
+    default:
+      return v;
+  }
+}
+
 // Writes one finished dot product: to y (+ bias) or, when K is split across
 // blocks, to this split's slice of the partials.
 __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
                                             int64_t row, float sum) {
   if (gridDim.y == 1) {
-    a.y[b * a.out + row] = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
+    a.y[b * a.out + row] = Finish(a, row, sum);
   } else {
     a.partial[(static_cast<int64_t>(blockIdx.y) * batch + b) * a.out + row] =
         sum;
   }
 }
 
+// How the CUDA-core kernel reads x: as is, or (GatedGemv) as act(gate) * x,
+// the gated MLP's product folded into the down projection's input load so
+// the intermediate vector needs no separate elementwise pass. The product is
+// one rounded f32 multiply, as in activation.cu's GatedOp.
+struct PlainInput {
+  __device__ static void Apply(const GemvArgs&, int64_t, float4&, float4&) {}
+};
+template <Activation A>
+struct GatedInput {
+  __device__ static void Apply(const GemvArgs& a, int64_t f4, float4& xa,
+                               float4& xb) {
+    const float4* g4 = reinterpret_cast<const float4*>(a.gate);
+    const float4 ga = __ldg(g4 + f4);
+    const float4 gb = __ldg(g4 + f4 + 1);
+    xa.x = __fmul_rn(xa.x, Act<A>(ga.x));
+    xa.y = __fmul_rn(xa.y, Act<A>(ga.y));
+    xa.z = __fmul_rn(xa.z, Act<A>(ga.z));
+    xa.w = __fmul_rn(xa.w, Act<A>(ga.w));
+    xb.x = __fmul_rn(xb.x, Act<A>(gb.x));
+    xb.y = __fmul_rn(xb.y, Act<A>(gb.y));
+    xb.z = __fmul_rn(xb.z, Act<A>(gb.z));
+    xb.w = __fmul_rn(xb.w, Act<A>(gb.w));
+  }
+};
+
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows; blockIdx.y selects the K split.
-template <typename T, int B>
+template <typename T, int B, typename XIn = PlainInput>
 __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
-  PdlWait();
+  // PdlWait comes after the first step's weight loads: weights are never
+  // written during a forward step, so with programmatic dependent launch
+  // those loads overlap the tail of the previous kernel (a norm, attention)
+  // instead of starting only once it has finished.
+  bool waited = false;
   constexpr int R = GemvTile<B>::kRows;
   constexpr int U = GemvTile<B>::kUnroll;
   __shared__ float partial_sums[kWarps][R * B];
@@ -187,6 +238,10 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
                                    : make_uint4(0u, 0u, 0u, 0u);
         }
       }
+      if (!waited) {
+        PdlWait();
+        waited = true;
+      }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t c = c0 + u * step;
@@ -196,8 +251,9 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
           for (int r = 0; r < R; ++r) Unpack8<T>(wv[u][r], wf[r]);
 #pragma unroll
           for (int b = 0; b < B; ++b) {
-            const float4 xa = __ldg(x4 + b * x4_row + 2 * c);
-            const float4 xb = __ldg(x4 + b * x4_row + 2 * c + 1);
+            float4 xa = __ldg(x4 + b * x4_row + 2 * c);
+            float4 xb = __ldg(x4 + b * x4_row + 2 * c + 1);
+            XIn::Apply(a, b * x4_row + 2 * c, xa, xb);
             const float xv[8] = {xa.x, xa.y, xa.z, xa.w,
                                  xb.x, xb.y, xb.z, xb.w};
 #pragma unroll
@@ -212,6 +268,7 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
       }
     }
   }
+  if (!waited) PdlWait();
 
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -444,7 +501,7 @@ __global__ void __launch_bounds__(kThreads) GemvScalarKernel(const GemvArgs a) {
   for (int b = 0; b < B; ++b) {
     const float sum = WarpSum(acc[b]);
     if (lane == b) {
-      a.y[b * a.out + row] = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
+      a.y[b * a.out + row] = Finish(a, row, sum);
     }
   }
 }
@@ -459,7 +516,7 @@ __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
     const int64_t row = i % a.out;
     float sum = 0.0f;
     for (int s = 0; s < k_splits; ++s) sum += a.partial[s * total + i];
-    a.y[i] = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
+    a.y[i] = Finish(a, row, sum);
   }
 }
 
@@ -756,17 +813,17 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
   return plan;
 }
 
-absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
-                  const Tensor& bias, Tensor* y, const GemvOptions& options) {
-  ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
-  RETURN_IF_ERROR(CheckOnDevice(*y, "Gemv y"));
+namespace {
+
+absl::Status CheckOutputs(const Tensor& x, const Tensor& w, const Tensor& bias,
+                          const Tensor& y) {
+  RETURN_IF_ERROR(CheckOnDevice(y, "Gemv y"));
   const int64_t batch = x.dim(0);
   const int64_t out = w.dim(0);
-  const int64_t in = w.dim(1);
-  if (y->dtype() != DType::kF32 || y->rank() != 2 || y->dim(0) != batch ||
-      y->dim(1) != out) {
+  if (y.dtype() != DType::kF32 || y.rank() != 2 || y.dim(0) != batch ||
+      y.dim(1) != out) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Gemv y must be f32 [", batch, ",", out, "], got ", y->DebugString()));
+        "Gemv y must be f32 [", batch, ",", out, "], got ", y.DebugString()));
   }
   if (!bias.empty()) {
     RETURN_IF_ERROR(CheckOnDevice(bias, "Gemv bias"));
@@ -776,6 +833,16 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                        bias.DebugString()));
     }
   }
+  return absl::OkStatus();
+}
+
+// Queues `kernel` (and the split-K reduce) for a validated plan.
+absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
+                        KernelFn kernel, const Tensor& x, const Tensor& w,
+                        const Tensor& bias, const float* gate, int act,
+                        Tensor* y) {
+  const int64_t batch = x.dim(0);
+  const int64_t out = w.dim(0);
   if (out == 0) return absl::OkStatus();
   if (plan.grid_blocks > 0x7fffffff || plan.k_splits > 65535) {
     return absl::InvalidArgumentError("Gemv grid too large");
@@ -788,9 +855,11 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   args.bias_kind = bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype());
   args.y = y->data<float>();
   args.partial = nullptr;
+  args.gate = gate;
+  args.act = act;
   args.batch = static_cast<int>(batch);
   args.out = out;
-  args.in = in;
+  args.in = w.dim(1);
   args.warps_per_row = plan.warps_per_row;
   args.chunks_per_split = plan.chunks_per_split;
   if (plan.k_splits > 1) {
@@ -801,7 +870,6 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   }
 
   RETURN_IF_ERROR(ctx.Activate());
-  const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
   LaunchKernel(ctx.programmatic_launch(), kernel, grid,
@@ -817,6 +885,69 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(LastLaunchStatus("GemvSplitReduceKernel"));
   }
   return absl::OkStatus();
+}
+
+template <typename T>
+KernelFn GatedKernelFor(Activation act) {
+  switch (act) {
+    case Activation::kRelu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kRelu>>;
+    case Activation::kSilu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kSilu>>;
+    case Activation::kGelu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kGelu>>;
+    case Activation::kGeluTanh:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kGeluTanh>>;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, Tensor* y, const GemvOptions& options) {
+  ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
+  RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
+  return LaunchPlan(ctx, plan, SelectKernel(w.dtype(), x.dim(0), plan.path), x,
+                    w, bias, nullptr,
+                    options.activation.has_value()
+                        ? static_cast<int>(*options.activation)
+                        : -1,
+                    y);
+}
+
+bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w) {
+  return x.rank() == 2 && x.dim(0) == 1 && x.dtype() == DType::kF32 &&
+         w.rank() == 2 && w.dim(1) == x.dim(1) && x.dim(1) % kVec == 0 &&
+         (w.dtype() == DType::kF16 || w.dtype() == DType::kBF16) &&
+         gate.dtype() == DType::kF32 && gate.numel() == x.numel() &&
+         IsAligned(x.raw_data(), 16) && IsAligned(w.raw_data(), 16) &&
+         IsAligned(gate.raw_data(), 16);
+}
+
+absl::Status GatedGemv(DeviceContext& ctx, Activation activation,
+                       const Tensor& gate, const Tensor& x, const Tensor& w,
+                       const Tensor& bias, Tensor* y) {
+  RETURN_IF_ERROR(CheckOnDevice(gate, "GatedGemv gate"));
+  RETURN_IF_ERROR(CheckOnDevice(x, "GatedGemv x"));
+  RETURN_IF_ERROR(CheckOnDevice(w, "GatedGemv w"));
+  if (!GatedGemvSupported(gate, x, w)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GatedGemv needs one f32 row of x, a 16-byte aligned f32 gate of x's "
+        "size and aligned f16/bf16 weights, got gate ",
+        gate.DebugString(), ", x ", x.DebugString(), ", w ", w.DebugString()));
+  }
+  GemvOptions options;
+  options.path = GemvPath::kCudaCore;
+  ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
+  RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
+  const KernelFn kernel = w.dtype() == DType::kF16
+                              ? GatedKernelFor<__half>(activation)
+                              : GatedKernelFor<__nv_bfloat16>(activation);
+  if (kernel == nullptr) {
+    return absl::InvalidArgumentError("GatedGemv: unknown activation");
+  }
+  return LaunchPlan(ctx, plan, kernel, x, w, bias, gate.data<float>(), -1, y);
 }
 
 }  // namespace dynsparse::cuda

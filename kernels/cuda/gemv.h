@@ -16,10 +16,12 @@
 #define DYNSPARSE_KERNELS_CUDA_GEMV_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/model_config.h"
 #include "core/tensor.h"
 #include "kernels/cuda/device_context.h"
 
@@ -55,6 +57,9 @@ struct GemvOptions {
                                     // an InvalidArgument error.
   int warps_per_row = 0;  // kCudaCore only. 0: automatic; else 1, 2 or 4.
   int k_splits = 0;       // 0: automatic; else >= 1.
+  // Applied to y after the bias, in the GEMV's epilogue (Linear + Activate
+  // in one launch).
+  std::optional<Activation> activation;
 };
 
 // The plan Gemv would run for these operands (validates them too).
@@ -70,6 +75,18 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
 absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                   const Tensor& bias, Tensor* y,
                   const GemvOptions& options = {});
+
+// The gated MLP's down projection in one launch: y = (act(gate) * x) * w^T
+// (+ bias), where act(gate) * x is formed while x is loaded, so SwiGLU's
+// elementwise pass over the intermediate vector (one more kernel per layer)
+// disappears. Same values as GatedActivate followed by Gemv. One row only
+// (decode at batch 1), f16/bf16 weights on the CUDA-core path; other operands
+// are an InvalidArgument error (check GatedGemvSupported first: one f32 row
+// of x, a 16-byte aligned f32 gate of x's size, aligned f16/bf16 weights).
+bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w);
+absl::Status GatedGemv(DeviceContext& ctx, Activation activation,
+                       const Tensor& gate, const Tensor& x, const Tensor& w,
+                       const Tensor& bias, Tensor* y);
 
 }  // namespace dynsparse::cuda
 

@@ -22,7 +22,8 @@ cudaDataType_t CudaType(DType dtype) {
 }  // namespace
 
 absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
-                    const Tensor& w, const Tensor& bias, Tensor* y) {
+                    const Tensor& w, const Tensor& bias, Tensor* y,
+                    std::optional<Activation> activation) {
   if (x.rank() != 2 || w.rank() != 2 || y->rank() != 2 ||
       x.dim(1) != w.dim(1) || y->dim(0) != x.dim(0) || y->dim(1) != w.dim(0) ||
       x.dtype() != DType::kF32 || y->dtype() != DType::kF32) {
@@ -32,7 +33,11 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
   }
   const int64_t n = x.dim(0);
   if (n == 0) return absl::OkStatus();
-  if (n <= kGemvMaxBatch) return Gemv(ctx, x, w, bias, y);
+  if (n <= kGemvMaxBatch) {
+    GemvOptions options;
+    options.activation = activation;
+    return Gemv(ctx, x, w, bias, y, options);
+  }
 
   const int64_t out = w.dim(0);
   const int64_t in = w.dim(1);
@@ -53,7 +58,10 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
       CudaType(a.dtype()), static_cast<int>(in), &beta, y->raw_data(),
       CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT));
-  if (!bias.empty()) return AddBias(ctx, bias, y);
+  if (!bias.empty()) {
+    if (absl::Status s = AddBias(ctx, bias, y); !s.ok()) return s;
+  }
+  if (activation.has_value()) return Activate(ctx, *activation, y);
   return absl::OkStatus();
 }
 

@@ -8,7 +8,10 @@
 #ifndef DYNSPARSE_KERNELS_CUDA_LINEAR_H_
 #define DYNSPARSE_KERNELS_CUDA_LINEAR_H_
 
+#include <optional>
+
 #include "absl/status/status.h"
+#include "core/model_config.h"
 #include "core/tensor.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_pool.h"
@@ -17,8 +20,11 @@ namespace dynsparse::cuda {
 
 // x [n, in] f32, w [out, in] f32/f16/bf16, bias empty or [out], y [n, out]
 // f32 (not aliasing x). `pool` supplies the rounded copy of x for cuBLAS.
+// `activation`, when set, is applied to y after the bias: in the GEMV's
+// epilogue for a few rows, as a separate pass after cuBLAS.
 absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
-                    const Tensor& w, const Tensor& bias, Tensor* y);
+                    const Tensor& w, const Tensor& bias, Tensor* y,
+                    std::optional<Activation> activation = std::nullopt);
 
 }  // namespace dynsparse::cuda
 

@@ -26,6 +26,18 @@ absl::StatusOr<Tensor> UploadRopeInvFreq(const DeviceContext& ctx,
 absl::Status ApplyRope(DeviceContext& ctx, const Tensor& inv_freq,
                        const Tensor& positions, int64_t heads, Tensor* x);
 
+// The attention prologue of a step in one launch instead of three (RoPE of q
+// and k, then two cache writes): rotates q (f32 [n, q_heads * head_dim]) and
+// k (f32 [n, kv_heads * head_dim]) in place as ApplyRope does, then writes k
+// and v (same shape as k) into rows positions[i] of k_cache and v_cache (f32
+// [capacity, kv_heads * head_dim]). An empty inv_freq means no RoPE (OPT):
+// q is left alone and k, v are only copied. Bit-identical to the unfused ops.
+absl::Status RopeWriteKv(DeviceContext& ctx, const Tensor& inv_freq,
+                         const Tensor& positions, int64_t q_heads,
+                         int64_t kv_heads, int64_t head_dim, Tensor* q,
+                         Tensor* k, const Tensor& v, Tensor* k_cache,
+                         Tensor* v_cache);
+
 }  // namespace dynsparse::cuda
 
 #endif  // DYNSPARSE_KERNELS_CUDA_ROPE_H_

@@ -244,6 +244,21 @@ if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
   mbench="$build/dynsparse-bench"
   [[ -x "$mbench" ]] || mbench="$build/experiments/bench/dynsparse-bench"
   : >"$OUT/bench.jsonl"
+  # DS_CUDA_BENCH_LIST=file replaces the default list below (same format).
+  list="$(cat <<'LIST'
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
+--model random:opt-6.7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --no-cuda-graphs
+DYNSPARSE_CUDA_PDL=0 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --seed 2
+DYNSPARSE_CUDA_FUSE=0 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --seed 3
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --batch 8
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 2048 --new 4 --repeats 3
+--model random:llama-2-7b --device cuda --dtype f16 --prompt 8192 --new 4 --repeats 2
+--model random:opt-30b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
+--model random:opt-66b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
+LIST
+)"
+  [[ -n "${DS_CUDA_BENCH_LIST:-}" ]] && list="$(cat "$DS_CUDA_BENCH_LIST")"
   while read -r args; do
     [[ -z "$args" || "$args" == \#* ]] && continue
     echo "== dynsparse-bench $args" >>"$OUT/bench.log"
@@ -256,17 +271,7 @@ if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
       echo "FAILED: $args" | tee -a "$OUT/bench.log"
       status=1
     fi
-  done <<'LIST'
---model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
---model random:opt-6.7b --device cuda --dtype f16 --prompt 128 --new 64 --repeats 3
---model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --no-cuda-graphs
-DYNSPARSE_CUDA_PDL=0 --model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --seed 2
---model random:llama-2-7b --device cuda --dtype f16 --prompt 128 --new 32 --repeats 2 --batch 8
---model random:llama-2-7b --device cuda --dtype f16 --prompt 2048 --new 4 --repeats 3
---model random:llama-2-7b --device cuda --dtype f16 --prompt 8192 --new 4 --repeats 2
---model random:opt-30b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
---model random:opt-66b --device cuda --dtype f16 --prompt 128 --new 16 --repeats 2
-LIST
+  done <<<"$list"
   python3 - "$OUT/bench.jsonl" <<'PY' | tee -a "$OUT/bench.log"
 import json, sys
 print(f"{'model':22s} {'b':>2s} {'prompt':>6s} {'ttft ms':>9s} {'TFLOP/s':>8s} "
@@ -275,6 +280,7 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     graphs = "" if "CUDA graphs" in r["backend"] else " (eager)"
     graphs += "" if "PDL" in r["backend"] else " (no PDL)"
+    graphs += " (unfused)" if "unfused" in r["backend"] else ""
     print(f"{r['model'][7:]+graphs:22s} {r['batch']:2d} {r['prompt']:6d} {r['ttft_ms']:9.2f} "
           f"{r['prefill_tflops']:8.1f} {r['decode_ms_median']:8.3f} {r['decode_ms_p10']:7.3f} "
           f"{r['decode_ms_p90']:7.3f} {r['floor_ms']:7.3f} {r['floor_ratio']:7.3f} "

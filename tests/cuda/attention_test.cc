@@ -79,6 +79,27 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   const double decode_err =
       testutil::RelativeError(Download(decode_out), ref.ToF32Vector());
   EXPECT_LT(decode_err, 1e-5) << SeedMessage();
+
+  // The same decode with the chunk merge inside the kernel (counters): same
+  // arithmetic in the same order, so the same values, and the counters come
+  // back zero. Run twice to show the reset works.
+  const std::vector<float> two_kernel = Download(decode_out);
+  absl::StatusOr<Tensor> counters =
+      AllocateDevice(ctx(), DType::kI32, {DecodeAttentionCounters(args)});
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
+  args.counters = counters->data<int32_t>();
+  for (int run = 0; run < 2; ++run) {
+    Tensor fused_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &fused_out;
+    ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+    EXPECT_EQ(Download(fused_out), two_kernel) << "run " << run;
+    absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
+    ASSERT_TRUE(host.ok());
+    const int32_t* ints = host->data<int32_t>();
+    EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
+  }
+  args.counters = nullptr;
   std::cout << "n=" << c.n << " start=" << c.start << " heads=" << c.heads
             << "/" << c.kv_heads << " d=" << c.head_dim
             << " prefill err=" << prefill_err << " decode err=" << decode_err
