@@ -111,6 +111,16 @@ PlotFile MetricByJob(const ReportData& d,
   spec.subtitle = first.protocol;
   spec.x_label = "job";
   spec.y_label = columns.size() == 1 ? AxisLabel(first) : first.metric_entry;
+  bool same_direction = true;
+  for (const ReportColumn* c : columns) {
+    same_direction =
+        same_direction && c->lower_is_better == first.lower_is_better;
+  }
+  if (columns.size() > 1 && same_direction) {
+    absl::StrAppend(&spec.y_label, first.lower_is_better
+                                       ? " (lower is better)"
+                                       : " (higher is better)");
+  }
   for (const ReportRow& r : d.rows)
     spec.x_categories.push_back(ShortLabel(d, r));
   for (const ReportColumn* c : columns) {

@@ -220,6 +220,7 @@ std::string RenderSvg(const PlotSpec& spec) {
                         "width=\"%.1f\" height=\"%.1f\"/></clipPath>\n"
                         "<g clip-path=\"url(#area)\">\n",
                         kLeft, kTop, pw, ph);
+  std::string labels;
   for (size_t s = 0; s < spec.series.size(); ++s) {
     const PlotSeries& series = spec.series[s];
     const char* color = kColors[s % std::size(kColors)];
@@ -257,14 +258,19 @@ std::string RenderSvg(const PlotSpec& spec) {
             &svg, Marker(static_cast<int>(s), X(p.x), Y(p.y), color), "\n");
       }
       if (!p.label.empty()) {
-        absl::StrAppendFormat(&svg,
+        // Outside the clip, and to the left when it would run off the plot
+        // (about 6 px per character at this size).
+        const bool left = X(p.x) + 7 + 6.0 * p.label.size() > kLeft + pw;
+        absl::StrAppendFormat(&labels,
                               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-                              "fill=\"#333\">%s</text>\n",
-                              X(p.x) + 7, Y(p.y) - 6, Escape(p.label));
+                              "fill=\"#333\" text-anchor=\"%s\">%s</text>\n",
+                              left ? X(p.x) - 7 : X(p.x) + 7, Y(p.y) - 6,
+                              left ? "end" : "start", Escape(p.label));
       }
     }
   }
   svg += "</g>\n";
+  svg += labels;
 
   // Legend.
   double ly = kTop + 8;
