@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/experiments/harness_fakes.h"
+#include "tests/test_paths.h"
 
 namespace dynsparse {
 namespace {
@@ -108,6 +109,28 @@ TEST(HarnessConfigTest, YamlLevelErrors) {
   ASSERT_FALSE(top.ok());
   EXPECT_EQ(top.status().message(),
             file + ": the top level must be a mapping, got a list");
+}
+
+TEST(HarnessConfigTest, AliasBombsAndDeepNestingAreErrors) {
+  std::string bomb;
+  // Aliases: h refers to g ten times, g to f ten times, ... (10^8 values).
+  bomb += "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    const std::string prev(1, c - 1);
+    absl::StrAppend(&bomb, std::string(1, c), ": &", std::string(1, c), " [");
+    for (int i = 0; i < 10; ++i)
+      absl::StrAppend(&bomb, i ? ", " : "", "*", prev);
+    bomb += "]\n";
+  }
+  auto tree = ParseYaml(bomb, "bomb.yaml");
+  ASSERT_FALSE(tree.ok());
+  EXPECT_THAT(std::string(tree.status().message()),
+              HasSubstr("more than 100000 values (aliases expanding?)"));
+  auto deep =
+      ParseYaml(std::string(100, '[') + std::string(100, ']'), "deep.yaml");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(std::string(deep.status().message()),
+              HasSubstr("nesting deeper than 64 levels"));
 }
 
 TEST(HarnessConfigTest, ModelErrors) {
@@ -356,6 +379,22 @@ TEST(HarnessConfigTest, ResolvedYamlReadsBackTheSame) {
   auto back = ParseYaml(ToYaml(tree), "resolved.yaml");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, tree) << ToYaml(tree);
+}
+
+// Every shipped config validates against the real registries (on the tiny
+// fixture model: the reference models may not be built where tests run).
+TEST(HarnessConfigTest, ShippedConfigsLoad) {
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           ::dynsparse::testing::SourcePath("configs"))) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++configs;
+    auto loaded = LoadExperimentConfig(
+        entry.path().string(), {absl::StrCat("model=[{path: ", kModel, "}]")},
+        {MethodRegistry(), MetricRegistry()});
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+  }
+  EXPECT_GE(configs, 4);
 }
 
 }  // namespace
