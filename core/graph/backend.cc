@@ -44,10 +44,17 @@ void Backend::LinearActivate(const Tensor& x, const Tensor& w,
   Activate(activation, y);
 }
 
-void Backend::GatedLinear(Activation activation, const Tensor& gate, Tensor* up,
-                          const Tensor& w, const Tensor& bias, Tensor* y) {
-  GatedActivate(activation, gate, up);
-  Linear(*up, w, bias, y);
+void Backend::GatedMlp(const Tensor& h, const Tensor& w_up,
+                       const Tensor& w_gate, const Tensor& b_up,
+                       const Tensor& b_gate, Activation activation,
+                       const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                       Tensor* gate, Tensor* y) {
+  const Tensor* ws[] = {&w_up, &w_gate};
+  const Tensor* bs[] = {&b_up, &b_gate};
+  Tensor* ys[] = {up, gate};
+  LinearGroup(h, ws, bs, ys);
+  GatedActivate(activation, *gate, up);
+  Linear(*up, w_down, b_down, y);
 }
 
 absl::StatusOr<double> Backend::MeasureCopyBandwidth(int64_t bytes) {

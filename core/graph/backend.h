@@ -112,13 +112,17 @@ class Backend {
   virtual void LinearActivate(const Tensor& x, const Tensor& w,
                               const Tensor& bias, Activation activation,
                               Tensor* y);
-  // y = (act(gate) * up) * w^T (+ bias): the gated MLP's down projection.
-  // Default: GatedActivate (up then holds the product) and Linear. CUDA folds
-  // the product into the GEMV's input load at batch 1 and leaves up as it
-  // was, so callers must not read up afterwards.
-  virtual void GatedLinear(Activation activation, const Tensor& gate,
-                           Tensor* up, const Tensor& w, const Tensor& bias,
-                           Tensor* y);
+  // The gated MLP after its norm: up = h w_up^T + b_up, gate = h w_gate^T +
+  // b_gate, y = (act(gate) * up) w_down^T + b_down (biases may be empty).
+  // up and gate are scratch: their contents afterwards are unspecified.
+  // Default: LinearGroup, GatedActivate, Linear. CUDA at batch 1: the
+  // activation in the up/gate GEMV's epilogue and the product in the down
+  // GEMV's input load (two launches instead of three).
+  virtual void GatedMlp(const Tensor& h, const Tensor& w_up,
+                        const Tensor& w_gate, const Tensor& b_up,
+                        const Tensor& b_gate, Activation activation,
+                        const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                        Tensor* gate, Tensor* y);
   // Masked execution of a unit selection: zeroes, per row, the units (blocks
   // of `unit_width` columns) that the row does not keep.
   virtual void MaskUnits(const UnitSelection& keep, int64_t unit_width,

@@ -277,19 +277,20 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
       up = backend_.Allocate(DType::kF32, {n, inter});
       gate = backend_.Allocate(DType::kF32, {n, inter});
     }
+    if (neurons.all) {
+      // Nothing reads up or gate but the down projection: a backend may fuse
+      // the whole MLP (Backend::GatedMlp).
+      Tensor down = backend_.Allocate(DType::kF32, x->shape());
+      backend_.GatedMlp(h, w.w_up, w.w_gate, w.b_up, w.b_gate,
+                        config_.activation, w.w_down, w.b_down, &up, &gate,
+                        &down);
+      EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
+      return;
+    }
     const Tensor* ws[] = {&w.w_up, &w.w_gate};
     const Tensor* bs[] = {&w.b_up, &w.b_gate};
     Tensor* ys[] = {&up, &gate};
     backend_.LinearGroup(h, ws, bs, ys);
-    if (neurons.all) {
-      // The product act(gate) * up feeds only the down projection: a backend
-      // may fold it into that GEMV.
-      Tensor down = backend_.Allocate(DType::kF32, x->shape());
-      backend_.GatedLinear(config_.activation, gate, &up, w.w_down, w.b_down,
-                           &down);
-      EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
-      return;
-    }
     backend_.GatedActivate(config_.activation, gate, &up);
   } else {
     up = backend_.Allocate(DType::kF32, {n, inter});

@@ -40,7 +40,7 @@ enum OpCode : uint64_t {
   kOpToHost,
   kOpAddNorm,
   kOpRopeWriteKv,
-  kOpGatedLinear,
+  kOpGatedMlp,
   kOpLinearActivate,
 };
 
@@ -145,7 +145,8 @@ std::string CudaBackend::name() const {
   return absl::StrCat("cuda (", ctx_->info().DebugString(),
                       options_.cuda_graphs ? ", CUDA graphs" : "",
                       ctx_->programmatic_launch() ? ", PDL" : "",
-                      options_.fused_ops ? "" : ", unfused", ")");
+                      options_.fused_ops ? "" : ", unfused",
+                      ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {
@@ -565,20 +566,46 @@ void CudaBackend::LinearActivate(const Tensor& x, const Tensor& w,
         "LinearActivate");
 }
 
-void CudaBackend::GatedLinear(Activation activation, const Tensor& gate,
-                              Tensor* up, const Tensor& w, const Tensor& bias,
-                              Tensor* y) {
-  // The fused GEMV needs what the CUDA-core path needs (gemv.h); anything
-  // else runs the two ops.
-  const bool fuse = options_.fused_ops && GatedGemvSupported(gate, *up, w);
+void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
+                           const Tensor& w_gate, const Tensor& b_up,
+                           const Tensor& b_gate, Activation activation,
+                           const Tensor& w_down, const Tensor& b_down,
+                           Tensor* up, Tensor* gate, Tensor* y) {
+  // Fused when up/gate can run as one GEMV (as in LinearGroup) and the down
+  // GEMV can take the product in its load (gemv.h GatedGemvSupported).
+  const Tensor* ws[] = {&w_up, &w_gate};
+  const Tensor* bs[] = {&b_up, &b_gate};
+  const Tensor* ys[] = {up, gate};
+  bool fuse = options_.fused_ops && h.rank() == 2 && h.dim(0) == 1 &&
+              w_up.rank() == 2 && w_up.shape() == w_gate.shape() &&
+              w_up.dim(1) == h.dim(1) && up->rank() == 2 &&
+              up->shape() == gate->shape() && up->dim(0) == 1 &&
+              up->dim(1) == w_up.dim(0) && up->dtype() == DType::kF32 &&
+              Adjacent(ws) && Adjacent(ys) &&
+              GatedGemvSupported(*gate, *up, w_down);
+  if (fuse && (!b_up.empty() || !b_gate.empty())) {
+    fuse = !b_up.empty() && !b_gate.empty() && Adjacent(bs);
+  }
   if (!fuse) {
-    Backend::GatedLinear(activation, gate, up, w, bias, y);
+    Backend::GatedMlp(h, w_up, w_gate, b_up, b_gate, activation, w_down, b_down,
+                      up, gate, y);
     return;
   }
-  uint64_t sig = MixTensor(MixTensor(kOpGatedLinear, gate), *up);
-  sig = MixTensor(MixTensor(MixTensor(sig, w), bias), *y);
+  const int64_t inter = w_up.dim(0);
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatedMlp, h), w_up), w_gate);
+  sig = MixTensor(MixTensor(MixTensor(sig, b_up), b_gate), w_down);
+  sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, b_down), *up), *gate), *y);
   if (!Op(Mix(sig, static_cast<uint64_t>(activation)))) return;
-  Check(GatedGemv(*ctx_, activation, gate, *up, w, bias, y), "GatedLinear");
+  const Tensor fw = SpanOf(w_up, w_up.dtype(), {2 * inter, h.dim(1)});
+  const Tensor fb =
+      b_up.empty() ? Tensor() : SpanOf(b_up, b_up.dtype(), {2 * inter});
+  Tensor fy = SpanOf(*up, DType::kF32, {1, 2 * inter});
+  GemvOptions options;
+  options.activation = activation;
+  options.activation_from_row = inter;  // gate = act(h w_gate^T + b_gate).
+  Check(Gemv(*ctx_, h, fw, fb, &fy, options), "GatedMlp");
+  Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, y),
+        "GatedMlp");
 }
 
 void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,

@@ -42,8 +42,9 @@ struct CudaBackendOptions {
   int64_t tensor_core_attention_rows = 256;
   // RopeWriteKv as one kernel, decode attention merging its chunks in the
   // same launch, the ungated MLP's activation in the up GEMV's epilogue
-  // (LinearActivate) and, at batch 1, SwiGLU's product folded into the down
-  // GEMV (GatedLinear): four launches fewer per decode layer. The
+  // (LinearActivate) and, at batch 1, SwiGLU's activation in the up/gate GEMV
+  // epilogue and its product in the down GEMV's input (GatedMlp): four
+  // launches fewer per decode layer. The
   // environment variable DYNSPARSE_CUDA_FUSE=0 turns it off (A/B timing).
   bool fused_ops = true;
 };
@@ -103,8 +104,10 @@ class CudaBackend : public Backend {
                    Tensor* v_cache) override;
   void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Activation activation, Tensor* y) override;
-  void GatedLinear(Activation activation, const Tensor& gate, Tensor* up,
-                   const Tensor& w, const Tensor& bias, Tensor* y) override;
+  void GatedMlp(const Tensor& h, const Tensor& w_up, const Tensor& w_gate,
+                const Tensor& b_up, const Tensor& b_gate, Activation activation,
+                const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                Tensor* gate, Tensor* y) override;
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;

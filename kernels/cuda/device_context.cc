@@ -140,6 +140,8 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   info.registers_per_sm = prop.regsPerMultiprocessor;
   const char* pdl = std::getenv("DYNSPARSE_CUDA_PDL");
   ctx->set_programmatic_launch(pdl == nullptr || std::string(pdl) != "0");
+  const char* early = std::getenv("DYNSPARSE_CUDA_EARLY_LOADS");
+  ctx->set_gemv_early_loads(early == nullptr || std::string(early) != "0");
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));

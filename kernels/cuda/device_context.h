@@ -122,6 +122,10 @@ class DeviceContext {
   // DYNSPARSE_CUDA_PDL=0 in the environment turns it off).
   bool programmatic_launch() const { return pdl_; }
   void set_programmatic_launch(bool on) { pdl_ = on && info_.major >= 9; }
+  // The CUDA-core GEMV issues its first weight loads before waiting for the
+  // previous kernel (gemv.cu; DYNSPARSE_CUDA_EARLY_LOADS=0 turns it off).
+  bool gemv_early_loads() const { return early_loads_; }
+  void set_gemv_early_loads(bool on) { early_loads_ = on; }
 
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
@@ -137,6 +141,7 @@ class DeviceContext {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   bool pdl_ = false;
+  bool early_loads_ = true;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

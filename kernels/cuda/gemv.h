@@ -60,6 +60,7 @@ struct GemvOptions {
   // Applied to y after the bias, in the GEMV's epilogue (Linear + Activate
   // in one launch).
   std::optional<Activation> activation;
+  int64_t activation_from_row = 0;  // Rows below keep y = x w^T + bias.
 };
 
 // The plan Gemv would run for these operands (validates them too).
@@ -79,12 +80,15 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
 // The gated MLP's down projection in one launch: y = (act(gate) * x) * w^T
 // (+ bias), where act(gate) * x is formed while x is loaded, so SwiGLU's
 // elementwise pass over the intermediate vector (one more kernel per layer)
-// disappears. Same values as GatedActivate followed by Gemv. One row only
+// disappears. Same values as GatedActivate followed by Gemv. Without an
+// activation gate must already hold act(gate) (one multiply per load; with
+// one, every block recomputes the activation of all of x, which measured
+// slower than the separate pass on Llama-2-7B). One row only
 // (decode at batch 1), f16/bf16 weights on the CUDA-core path; other operands
 // are an InvalidArgument error (check GatedGemvSupported first: one f32 row
 // of x, a 16-byte aligned f32 gate of x's size, aligned f16/bf16 weights).
 bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w);
-absl::Status GatedGemv(DeviceContext& ctx, Activation activation,
+absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
                        const Tensor& gate, const Tensor& x, const Tensor& w,
                        const Tensor& bias, Tensor* y);
 

@@ -6,10 +6,12 @@
 //  * GatedGemv ((act(gate) * x) * w^T in one GEMV) against cpu::GatedActivate
 //    then cpu::Linear: same f32 product, summation order differs, so the GEMV
 //    bound of gemv_test.cc (1e-5) holds.
-//  * The GEMV epilogue activation (Linear + Activate in one launch) against
-//    cpu::Linear then cpu::Activate, same bounds.
+//  * The GEMV epilogue activation (Linear + Activate in one launch, here on
+//    the second half of the rows as GatedMlp uses it) against cpu::Linear
+//    then cpu::Activate, same bounds.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -171,6 +173,15 @@ TEST_F(FusedOpsTest, GatedGemvMatchesCpu) {
     EXPECT_LT(RelativeError(Download(y), y_ref.ToF32Vector()), kGemvTolerance);
     // x itself is left alone (the product is formed in registers).
     EXPECT_EQ(Download(x), x_host.ToF32Vector());
+
+    // Without an activation the gate holds act(gate) already (GatedMlp):
+    // the same f32 product, so the same values.
+    Tensor acted_host = Tensor::FromF32(gate_host.ToF32Vector(), {1, c.in});
+    cpu::Activate(c.act, &acted_host);
+    const Tensor acted = Upload(acted_host);
+    Tensor y2 = PoisonedDevice(DType::kF32, {1, c.out});
+    ASSERT_TRUE(GatedGemv(ctx(), std::nullopt, acted, x, w, bias, &y2).ok());
+    EXPECT_LT(RelativeError(Download(y2), y_ref.ToF32Vector()), kGemvTolerance);
   }
 }
 
@@ -198,7 +209,18 @@ TEST_F(FusedOpsTest, GemvEpilogueActivationMatchesCpu) {
     const Tensor bias_host = RandomHost({c.out});
     Tensor y_ref = Tensor::Zeros(DType::kF32, {c.batch, c.out});
     cpu::Linear(x_host, w_host, bias_host, &y_ref);
-    cpu::Activate(c.act, &y_ref);
+    // Only the second half of each row is activated (as GatedMlp's gate).
+    const int64_t from = c.out / 2;
+    std::vector<float> ref = y_ref.ToF32Vector();
+    for (int64_t b = 0; b < c.batch; ++b) {
+      Tensor tail =
+          Tensor::FromF32(std::vector<float>(ref.begin() + b * c.out + from,
+                                             ref.begin() + (b + 1) * c.out),
+                          {1, c.out - from});
+      cpu::Activate(c.act, &tail);
+      const std::vector<float> t = tail.ToF32Vector();
+      std::copy(t.begin(), t.end(), ref.begin() + b * c.out + from);
+    }
 
     const Tensor x = Upload(x_host), w = Upload(w_host);
     const Tensor bias = Upload(bias_host);
@@ -207,10 +229,11 @@ TEST_F(FusedOpsTest, GemvEpilogueActivationMatchesCpu) {
     options.path = c.path;
     options.k_splits = c.k_splits;
     options.activation = c.act;
+    options.activation_from_row = from;
     const absl::Status st = Gemv(ctx(), x, w, bias, &y, options);
     ASSERT_TRUE(st.ok()) << st;
     // The tensor-core path's hi + lo x carries 3e-5 (gemv_test.cc).
-    EXPECT_LT(RelativeError(Download(y), y_ref.ToF32Vector()),
+    EXPECT_LT(RelativeError(Download(y), ref),
               c.path == GemvPath::kTensorCore ? 3e-5 : kGemvTolerance);
   }
 }
@@ -228,9 +251,8 @@ TEST_F(FusedOpsTest, GatedGemvRejectsWhatItCannotRun) {
   EXPECT_FALSE(GatedGemvSupported(g, x, w32));  // f32 weights.
   EXPECT_FALSE(GatedGemvSupported(g_short, x, w));
   Tensor y = PoisonedDevice(DType::kF32, {1, 16});
-  EXPECT_EQ(
-      GatedGemv(ctx(), Activation::kSilu, g_short, x, w, Tensor(), &y).code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GatedGemv(ctx(), std::nullopt, g_short, x, w, Tensor(), &y).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
