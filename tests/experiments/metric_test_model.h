@@ -15,6 +15,20 @@
 
 namespace dynsparse::testing {
 
+// Sanitized builds run model-heavy parity tests on fewer documents: they are
+// ~20x slower there, and the full comparison runs in the plain build.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 struct TestModel {
   LoadedModel model;
   std::unique_ptr<Tokenizer> tokenizer;

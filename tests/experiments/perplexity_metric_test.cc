@@ -114,6 +114,9 @@ namespace {
 // score --wikitext-docs N -> tests/fixtures/zeroshot/tiny-llama-chat/).
 TEST(PerplexityMetricTest, WikitextMatchesHfReference) {
   DS_REQUIRE_DATA();
+  if (testing::kSanitizedBuild) {
+    GTEST_SKIP() << "3045-token document: runs in the unsanitized build only";
+  }
   const std::string path =
       testing::FixturePath("zeroshot/tiny-llama-chat/wikitext.json");
   if (!std::filesystem::exists(path)) {
