@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "datasets/text_file.h"
 
 namespace dynsparse {
@@ -55,7 +56,11 @@ absl::StatusOr<CorpusText> LoadCorpus(std::string_view name_or_path) {
     const std::string path = absl::StrCat(root, "/", info.relative_path);
     auto text = ReadTextFile(path);
     if (!text.ok()) return text.status();
-    return CorpusText{info.name, path, *std::move(text)};
+    // The shared copies keep their source repositories' CRLF line endings;
+    // the canonical corpora (and HF datasets' rows) use LF, so bits per byte
+    // and tokenization would otherwise differ from published numbers.
+    return CorpusText{info.name, path,
+                      absl::StrReplaceAll(*text, {{"\r\n", "\n"}})};
   }
   const std::string path(name_or_path);
   std::error_code ec;
