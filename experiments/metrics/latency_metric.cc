@@ -1,14 +1,29 @@
 #include "experiments/metrics/latency_metric.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace dynsparse {
 
 absl::StatusOr<std::unique_ptr<Metric>> LatencyMetric::Create(
     const MetricParams& params) {
   BenchOptions o;
-  for (auto [key, field] : {std::pair{"prompt", &o.prompt},
-                            {"new", &o.new_tokens},
+  // `prompt` may list several lengths (one set of rows each), as in
+  // `prompt: [128, 2048]`; the other parameters are single values.
+  absl::StatusOr<std::vector<int64_t>> prompts =
+      params.GetIntList("prompt", {o.prompt});
+  if (!prompts.ok()) return prompts.status();
+  if (prompts->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.path(), ".prompt: needs at least one length"));
+  }
+  for (int64_t p : *prompts) {
+    if (p < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(params.path(), ".prompt: must be >= 1, got ", p));
+    }
+  }
+  for (auto [key, field] : {std::pair{"new_tokens", &o.new_tokens},
                             {"batch", &o.batch},
                             {"repeats", &o.repeats}}) {
     absl::StatusOr<int64_t> v = params.GetInt(key, *field);
@@ -26,11 +41,12 @@ absl::StatusOr<std::unique_ptr<Metric>> LatencyMetric::Create(
         params.path(), ".bandwidth_gbps: must be >= 0 (0 = measure)"));
   }
   o.bandwidth_gbps = *bw;
-  return std::unique_ptr<Metric>(std::make_unique<LatencyMetric>(o));
+  return std::unique_ptr<Metric>(
+      std::make_unique<LatencyMetric>(o, *std::move(prompts)));
 }
 
 std::string LatencyMetric::Protocol() const {
-  return absl::StrCat("latency: prompt ", options_.prompt, ", ",
+  return absl::StrCat("latency: prompt ", absl::StrJoin(prompts_, "/"), ", ",
                       options_.new_tokens, " decode steps of batch ",
                       options_.batch, " x ", options_.repeats,
                       " repeats (median wall time per step)");
@@ -43,40 +59,45 @@ absl::StatusOr<std::vector<MetricRow>> LatencyMetric::Run(
     return absl::InvalidArgumentError(
         "latency: needs a model, backend and method");
   }
-  if (progress) progress(0, 1);
-  absl::StatusOr<BenchResult> r =
-      RunBench(model.model->config, model.model->weights, *model.backend,
-               *model.method, options_);
-  if (!r.ok()) return r.status();
-  r->model = model.model->source;
-  if (progress) progress(1, 1);
-  const nlohmann::json details = r->ToJson();
-  const int64_t steps = static_cast<int64_t>(r->decode_ms.size());
   std::vector<MetricRow> rows;
-  auto add = [&](const char* name, double value, int64_t n) {
-    MetricRow row;
-    row.metric = name;
-    row.task =
-        absl::StrCat("prompt", options_.prompt, "_batch", options_.batch);
-    row.value = value;
-    row.n = n;
-    row.details = details;
-    rows.push_back(std::move(row));
-  };
-  add("ttft_ms", r->ttft_ms, options_.repeats);
-  add("decode_ms_median", r->decode_ms_median, steps);
-  add("decode_ms_p10", r->decode_ms_p10, steps);
-  add("decode_ms_p90", r->decode_ms_p90, steps);
-  add("tokens_per_s", r->tokens_per_s, steps);
-  add("achieved_gbps", r->achieved_gbps, steps);
-  add("floor_ms", r->floor_ms, steps);
+  const int64_t total = static_cast<int64_t>(prompts_.size());
+  for (int64_t i = 0; i < total; ++i) {
+    if (progress) progress(i, total);
+    BenchOptions options = options_;
+    options.prompt = prompts_[i];
+    absl::StatusOr<BenchResult> r =
+        RunBench(model.model->config, model.model->weights, *model.backend,
+                 *model.method, options);
+    if (!r.ok()) return r.status();
+    r->model = model.model->source;
+    const nlohmann::json details = r->ToJson();
+    const int64_t steps = static_cast<int64_t>(r->decode_ms.size());
+    auto add = [&](const char* name, double value, int64_t n) {
+      MetricRow row;
+      row.metric = name;
+      row.task =
+          absl::StrCat("prompt", options.prompt, "_batch", options.batch);
+      row.value = value;
+      row.n = n;
+      row.details = details;
+      rows.push_back(std::move(row));
+    };
+    add("ttft_ms", r->ttft_ms, options.repeats);
+    add("decode_ms_median", r->decode_ms_median, steps);
+    add("decode_ms_p10", r->decode_ms_p10, steps);
+    add("decode_ms_p90", r->decode_ms_p90, steps);
+    add("tokens_per_s", r->tokens_per_s, steps);
+    add("achieved_gbps", r->achieved_gbps, steps);
+    add("floor_ms", r->floor_ms, steps);
+  }
+  if (progress) progress(total, total);
   return rows;
 }
 
 MetricInfo LatencyMetricInfo() {
   return {"latency",
           "time to first token and decode ms/token vs the bandwidth floor",
-          {"prompt", "new", "batch", "repeats", "bandwidth_gbps"},
+          {"prompt", "new_tokens", "batch", "repeats", "bandwidth_gbps"},
           &LatencyMetric::Create};
 }
 

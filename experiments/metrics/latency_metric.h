@@ -16,9 +16,11 @@ namespace dynsparse {
 
 class LatencyMetric : public Metric {
  public:
-  explicit LatencyMetric(BenchOptions options) : options_(options) {}
-  // Parameters: prompt (128), new (32), batch (1), repeats (3),
-  // bandwidth_gbps (0 = measure a device copy).
+  // `options.prompt` is ignored: each of `prompts` is measured in turn.
+  LatencyMetric(BenchOptions options, std::vector<int64_t> prompts)
+      : options_(options), prompts_(std::move(prompts)) {}
+  // Parameters: prompt (128, or a list), new_tokens (32), batch (1),
+  // repeats (3), bandwidth_gbps (0 = measure a device copy).
   static absl::StatusOr<std::unique_ptr<Metric>> Create(
       const MetricParams& params);
 
@@ -28,6 +30,7 @@ class LatencyMetric : public Metric {
 
  private:
   BenchOptions options_;
+  std::vector<int64_t> prompts_;
 };
 
 MetricInfo LatencyMetricInfo();

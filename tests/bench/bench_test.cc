@@ -105,9 +105,11 @@ TEST(BenchTest, RejectsNonPositiveSizes) {
 }
 
 TEST(LatencyMetricTest, RowsCarryTheBenchNumbers) {
-  MetricParams params(
-      {{"prompt", 6}, {"new", 3}, {"repeats", 1}, {"bandwidth_gbps", 5.0}},
-      "metrics[0]");
+  MetricParams params({{"prompt", {6, 9}},
+                       {"new_tokens", 3},
+                       {"repeats", 1},
+                       {"bandwidth_gbps", 5.0}},
+                      "metrics[0]");
   absl::StatusOr<std::unique_ptr<Metric>> metric =
       LatencyMetric::Create(params);
   ASSERT_TRUE(metric.ok()) << metric.status();
@@ -124,8 +126,10 @@ TEST(LatencyMetricTest, RowsCarryTheBenchNumbers) {
   absl::StatusOr<std::vector<MetricRow>> rows = (*metric)->Run(m, nullptr);
   ASSERT_TRUE(rows.ok()) << rows.status();
   std::set<std::string> names;
+  std::set<std::string> tasks;
   for (const MetricRow& row : *rows) {
     names.insert(row.metric);
+    tasks.insert(row.task);
     EXPECT_GT(row.value, 0.0) << row.metric;
     EXPECT_EQ(row.details["model"], "tiny");
   }
@@ -133,14 +137,19 @@ TEST(LatencyMetricTest, RowsCarryTheBenchNumbers) {
             (std::set<std::string>{
                 "ttft_ms", "decode_ms_median", "decode_ms_p10", "decode_ms_p90",
                 "tokens_per_s", "achieved_gbps", "floor_ms"}));
+  // One set of rows per listed prompt length.
+  EXPECT_EQ(rows->size(), 14u);
+  EXPECT_EQ(tasks, (std::set<std::string>{"prompt6_batch1", "prompt9_batch1"}));
 }
 
 TEST(LatencyMetricTest, BadParametersNameTheirPath) {
-  MetricParams params({{"new", 0}}, "metrics[2]");
+  MetricParams params({{"new_tokens", 0}}, "metrics[2]");
   absl::StatusOr<std::unique_ptr<Metric>> metric =
       LatencyMetric::Create(params);
   ASSERT_FALSE(metric.ok());
-  EXPECT_NE(metric.status().message().find("metrics[2].new"), std::string::npos)
+  EXPECT_NE(
+      metric.status().message().find("metrics[2].new_tokens: must be >= 1"),
+      std::string::npos)
       << metric.status();
 }
 
