@@ -70,3 +70,34 @@ if data:
         put("llama2c_tokenizer_fuzz", "llama2c_32000",
             struct.pack("<H", 32000) + read(path))
 put("llama2c_tokenizer_fuzz", "empty_vocab", struct.pack("<H", 0) + struct.pack("<i", 0))
+
+# Experiment configs: every shipped config (includes are not followed by the
+# target, so the base file is a seed of its own).
+for path in glob.glob(f"{repo}/configs/**/*.yaml", recursive=True):
+    put("experiment_config_fuzz", seed_name(path), read(path))
+for path in glob.glob(f"{repo}/results/*/results.jsonl"):
+    put("results_file_fuzz", seed_name(path), read(path)[:20000])
+
+
+def head_lines(raw, n):
+    return b"\n".join(raw.split(b"\n")[:n]) + b"\n"
+
+
+# Task files: selector byte (see task_files_fuzz.cc) + the first lines.
+if data:
+    foundry = f"{data}/llm_foundry_icl"
+    piqa = head_lines(read(f"{data}/piqa/valid.jsonl"), 4)
+    labels = head_lines(read(f"{data}/piqa/valid-labels.lst"), 4)
+    put("task_files_fuzz", "piqa", b"\0" + piqa + b"\0" + labels)
+    import bz2
+    hs = bz2.decompress(read(f"{data}/hellaswag/hellaswag_val_full.txt.bz2"))
+    put("task_files_fuzz", "hellaswag", b"\1" + head_lines(hs, 12))
+    for selector, name in [(2, "boolq"), (2, "arc_easy"), (3, "copa"),
+                           (4, "winogrande"), (4, "winograd_wsc"),
+                           (5, "lambada_openai")]:
+        put("task_files_fuzz", name,
+            bytes([selector]) + head_lines(read(f"{foundry}/{name}.jsonl"), 3))
+    put("task_files_fuzz", "rte",
+        b"\6" + head_lines(read(f"{data}/superglue/RTE/val.jsonl"), 3))
+    put("task_files_fuzz", "wsc",
+        b"\7" + head_lines(read(f"{data}/superglue/WSC/val.jsonl"), 3))
