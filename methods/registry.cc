@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "methods/dense/dense.h"
+#include "methods/lazyllm/lazyllm.h"
 
 namespace dynsparse {
 
@@ -12,6 +13,9 @@ const std::vector<MethodInfo>& MethodRegistry() {
        "every token, head and neuron (the baseline)",
        {},
        &DenseMethod::Create},
+      {"lazyllm",
+       "LazyLLM token pruning with Aux Cache revival (schedule or stages+keep)",
+       LazyLlmMethod::Parameters(), &LazyLlmMethod::Create},
   };
   return *kMethods;
 }
