@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "methods/combined/combined.h"
 #include "methods/dense/dense.h"
 #include "methods/lazyllm/lazyllm.h"
 
@@ -16,6 +17,10 @@ const std::vector<MethodInfo>& MethodRegistry() {
       {"lazyllm",
        "LazyLLM token pruning with Aux Cache revival (schedule or stages+keep)",
        LazyLlmMethod::Parameters(), &LazyLlmMethod::Create},
+      {"combined",
+       "a token policy and a head/neuron policy composed (token=, "
+       "head_neuron=, token.*, head_neuron.*)",
+       CombinedMethod::Parameters(), &CombinedMethod::Create},
   };
   return *kMethods;
 }

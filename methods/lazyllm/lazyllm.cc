@@ -95,12 +95,15 @@ std::vector<int32_t> LazyLlmMethod::Choose(TokenCandidates& candidates,
   std::iota(order.begin(), order.end(), 0);
   if (options_.random) {
     std::shuffle(order.begin(), order.end(), rng_);
-  } else {
-    // Highest probability first; ties keep the earlier token.
+  } else if (count < limit) {
+    // The `count` highest probabilities (ties keep the earlier token): a
+    // selection, not a sort, since decode steps select over long contexts.
     const absl::Span<const float> scores = candidates.LastQueryAttention();
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return scores[a] > scores[b];
-    });
+    std::nth_element(order.begin(), order.begin() + count, order.end(),
+                     [&](int32_t a, int32_t b) {
+                       return scores[a] > scores[b] ||
+                              (scores[a] == scores[b] && a < b);
+                     });
   }
   order.resize(static_cast<size_t>(count));
   std::sort(order.begin(), order.end());
