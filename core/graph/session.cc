@@ -84,6 +84,7 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
   // A backend that deferred the step (CUDA graph replay) may ask for it to
   // be run again; the second attempt runs eagerly.
   for (int attempt = 0;; ++attempt) {
+    if (tokens_ != nullptr) tokens_->BeginStep();
     backend_.BeginStep(n);
     absl::StatusOr<Tensor> logits =
         RunStep(tokens, positions, phase, first_logit_row);
@@ -94,6 +95,7 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
       cache_.set_length(length() + n);
       return logits;
     }
+    if (tokens_ != nullptr) tokens_->Rollback();  // Nothing of it counts.
     if (attempt > 0) {
       return absl::InternalError(
           absl::StrCat(backend_.name(), " asked to rerun a step twice"));

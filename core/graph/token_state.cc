@@ -52,6 +52,7 @@ void TokenState::MarkComputed(int64_t layer,
                               int64_t from_aux) {
   for (int32_t p : positions) {
     const size_t i = Index(layer, p);
+    journal_.push_back({i, true, present_[i]});
     present_[i] = 1;
     stats_.max_computations = std::max(stats_.max_computations, ++count_[i]);
     if (p < stats_.prompt_tokens && count_[i] == 1) ++stats_.computed;
@@ -66,7 +67,29 @@ Tensor& TokenState::Aux(int64_t layer, Backend& backend) {
 }
 
 void TokenState::MarkAux(int64_t layer, absl::Span<const int32_t> positions) {
-  for (int32_t p : positions) aux_present_[Index(layer, p)] = 1;
+  for (int32_t p : positions) {
+    const size_t i = Index(layer, p);
+    journal_.push_back({i, false, aux_present_[i]});
+    aux_present_[i] = 1;
+  }
+}
+
+void TokenState::BeginStep() {
+  journal_.clear();
+  stats_at_step_ = stats_;
+}
+
+void TokenState::Rollback() {
+  for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) {
+    if (it->kv) {
+      present_[it->index] = it->old_value;
+      --count_[it->index];
+    } else {
+      aux_present_[it->index] = it->old_value;
+    }
+  }
+  journal_.clear();
+  stats_ = stats_at_step_;
 }
 
 void TokenState::BeginPrompt(int64_t prompt_tokens) {

@@ -66,7 +66,13 @@ class TokenState {
     return count_[Index(layer, position)];
   }
 
-  // The first step of a sequence defines the prompt; call after it.
+  // Steps are transactions: a backend may discard a step and ask for a rerun
+  // (CUDA graph mismatch), so Session opens each attempt with BeginStep and
+  // undoes a discarded one with Rollback.
+  void BeginStep();
+  void Rollback();
+
+  // The first step of a sequence defines the prompt; call before its layers.
   void BeginPrompt(int64_t prompt_tokens);
   void EndPrefill() { stats_.prefill_computed = stats_.computed; }
   const TokenStats& stats() const { return stats_; }
@@ -84,6 +90,15 @@ class TokenState {
   std::vector<int32_t> count_;        // [layers, capacity]
   std::vector<Tensor> aux_;           // [layers]; empty until used
   TokenStats stats_;
+  // This step's changes: index into the [layers, capacity] arrays and
+  // whether it set presence (else Aux presence) from 0; counts rise by one.
+  struct Change {
+    size_t index;
+    bool kv;
+    uint8_t old_value;
+  };
+  std::vector<Change> journal_;
+  TokenStats stats_at_step_;
 };
 
 }  // namespace dynsparse

@@ -232,6 +232,33 @@ TEST(TokenPathTest, StaticPruningNeverRevives) {
   EXPECT_EQ(stats.computed, stats.prefill_computed);
 }
 
+// A step the backend discards (CUDA graph mismatch) must leave no trace, or
+// its rerun would skip rows as already computed.
+TEST(TokenPathTest, RollbackUndoesADiscardedStep) {
+  const ModelConfig c = SixLayerLlama();
+  TokenState state(c, 16);
+  state.BeginStep();
+  state.BeginPrompt(4);
+  const std::vector<int32_t> prompt = {0, 1, 2, 3};
+  state.MarkComputed(0, prompt, 0);
+  state.EndPrefill();
+  const TokenStats before = state.stats();
+  state.BeginStep();
+  const std::vector<int32_t> rows = {2, 4};
+  state.MarkComputed(1, rows, 1);
+  state.MarkAux(0, prompt);
+  EXPECT_TRUE(state.present(1, 2));
+  state.Rollback();
+  EXPECT_FALSE(state.present(1, 2));
+  EXPECT_FALSE(state.present(1, 4));
+  EXPECT_TRUE(state.present(0, 2));
+  EXPECT_FALSE(state.in_aux(0, 1));
+  EXPECT_EQ(state.computations(1, 2), 0);
+  EXPECT_EQ(state.computations(0, 2), 1);
+  EXPECT_EQ(state.stats().computed, before.computed);
+  EXPECT_EQ(state.stats().revived, before.revived);
+}
+
 TEST(TokenPathTest, LastQueryProbeMatchesAttentionRow) {
   // The probe's per-head softmax over listed keys equals Attention's weights:
   // with V = one-hot rows, attention output column j is key j's probability.
