@@ -66,6 +66,10 @@ class Session {
                  absl::Span<const int32_t> positions, Tensor* x,
                  Tensor* pending);
   void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
+  // An oracle selection becomes ids: per row, the units of `x` (blocks of
+  // `unit_width` columns) with the largest L2 norm.
+  void ResolveOracle(const Tensor& x, int64_t unit_width,
+                     UnitSelection* selection);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
