@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
 
 #include "core/logging.h"
 
@@ -70,6 +76,56 @@ void Backend::CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
   for (size_t i = 0; i < src_rows.size(); ++i) {
     std::memcpy(to + dst_rows[i] * width, from + src_rows[i] * width,
                 static_cast<size_t>(width) * sizeof(float));
+  }
+}
+
+absl::StatusOr<Tensor> Backend::Upload(const Tensor& host) {
+  if (device() != Device::kCpu) {
+    return absl::UnimplementedError(
+        absl::StrCat(name(), " cannot upload tensors"));
+  }
+  return host;
+}
+
+void Backend::TopK(const Tensor& scores, int64_t k, Tensor* indices) {
+  DS_CHECK(scores.device() == Device::kCpu && indices->device() == Device::kCpu)
+      << name() << " has no TopK for device tensors";
+  const int64_t rows = scores.dim(0), n = scores.dim(1);
+  DS_CHECK(k > 0 && k <= n) << "TopK k " << k << " of " << n;
+  DS_CHECK(indices->dtype() == DType::kI32 && indices->dim(0) == rows &&
+           indices->dim(1) == k);
+  std::vector<int32_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = scores.data<float>() + r * n;
+    std::iota(order.begin(), order.end(), 0);
+    // Larger score first; ties to the lower id so the choice is stable.
+    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
+                     [row](int32_t a, int32_t b) {
+                       return row[a] > row[b] || (row[a] == row[b] && a < b);
+                     });
+    std::sort(order.begin(), order.begin() + k);
+    std::copy(order.begin(), order.begin() + k,
+              indices->data<int32_t>() + r * k);
+  }
+}
+
+void Backend::UnitNorms(const Tensor& x, int64_t unit_width, Tensor* norms) {
+  DS_CHECK(x.device() == Device::kCpu && norms->device() == Device::kCpu)
+      << name() << " has no UnitNorms for device tensors";
+  const int64_t rows = x.dim(0), width = x.dim(1);
+  DS_CHECK(unit_width > 0 && width % unit_width == 0);
+  const int64_t units = width / unit_width;
+  DS_CHECK(norms->dim(0) == rows && norms->dim(1) == units);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x.data<float>() + r * width;
+    for (int64_t u = 0; u < units; ++u) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < unit_width; ++j) {
+        const double v = row[u * unit_width + j];
+        sum += v * v;
+      }
+      norms->data<float>()[r * units + u] = static_cast<float>(std::sqrt(sum));
+    }
   }
 }
 

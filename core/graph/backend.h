@@ -142,8 +142,19 @@ class Backend {
                         const Tensor& b_gate, Activation activation,
                         const Tensor& w_down, const Tensor& b_down, Tensor* up,
                         Tensor* gate, Tensor* y);
+  // Copies a host tensor (any dtype) to this backend's device, e.g. the
+  // predictor weights a method brings. CPU: the tensor itself.
+  virtual absl::StatusOr<Tensor> Upload(const Tensor& host);
+  // indices[r, :] = ids of the k largest scores[r, :], ascending by id
+  // (scores f32 [rows, n], indices i32 [rows, k], 0 < k <= n). Ties go to the
+  // lower id. Default: on host tensors only.
+  virtual void TopK(const Tensor& scores, int64_t k, Tensor* indices);
+  // norms[r, u] = L2 norm of x[r, u * unit_width, (u + 1) * unit_width)
+  // (unit_width 1: |x|). Default: on host tensors only.
+  virtual void UnitNorms(const Tensor& x, int64_t unit_width, Tensor* norms);
   // Masked execution of a unit selection: zeroes, per row, the units (blocks
-  // of `unit_width` columns) that the row does not keep.
+  // of `unit_width` columns) that the row does not keep (host `indices` or
+  // device `ids`; oracle selections are resolved to ids by the graph first).
   virtual void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                          Tensor* x) = 0;
   // Copies a device tensor to a host f32 tensor (identity on CPU).

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "core/graph/backend.h"
 #include "core/graph/unit_selection.h"
 #include "core/model_config.h"
 #include "core/tensor.h"
@@ -53,13 +54,23 @@ class TokenCandidates {
   virtual absl::Span<const float> LastQueryAttention() = 0;
 };
 
+// How the graph executes head/neuron selections. Both give the same numbers
+// on the same selection (a test holds them equal): masked computes densely and
+// zeroes what is not kept (batched quality evaluation); sparse touches only
+// the kept rows/heads (decode timing). Backends without sparse kernels for a
+// shape fall back to masked.
+enum class SparseExecution { kMasked, kSparse };
+
 class Method {
  public:
   virtual ~Method() = default;
 
   virtual std::string name() const = 0;
-  // Called once with the model's architecture; rejects unsupported models.
-  virtual absl::Status Attach(const ModelConfig& config) = 0;
+  // Called once with the model's architecture and the backend sessions will
+  // run on; rejects unsupported models. A method that runs ops of its own
+  // (DejaVu's predictors) uploads its weights here (Backend::Upload) and keeps
+  // the backend to run them on.
+  virtual absl::Status Attach(const ModelConfig& config, Backend& backend) = 0;
   // Called before the first token of every new sequence.
   virtual void BeginSequence() {}
 
@@ -78,6 +89,19 @@ class Method {
   // (residual stream after attention, before the MLP norm).
   virtual void SelectNeurons(const LayerSite& site, const Tensor& x,
                              UnitSelection* neurons) {}
+  virtual SparseExecution execution() const { return SparseExecution::kMasked; }
+
+  // Calibration (`dynsparse calibrate`): when observes() is true the graph
+  // hands the method host f32 copies of what sparsity labels are made of,
+  // before any selection is applied. Made in prefill steps, which every
+  // backend runs eagerly.
+  virtual bool observes() const { return false; }
+  // The attention output before W_O, [rows, num_heads * head_dim].
+  virtual void ObserveHeads(const LayerSite& site, const Tensor& context) {}
+  // The MLP activation that feeds the down projection, [rows, intermediate]
+  // (gated MLPs: act(gate) * up).
+  virtual void ObserveNeurons(const LayerSite& site, const Tensor& activation) {
+  }
 };
 
 }  // namespace dynsparse

@@ -267,7 +267,13 @@ void Session::Attention(int64_t layer, Phase phase,
     last_query_ = q.Rows(n - 1, n);
   }
   backend_.Attention(args);
-  if (!heads.all) backend_.MaskUnits(heads, config_.head_dim, &context);
+  if (method_.observes()) {
+    method_.ObserveHeads({layer, phase}, backend_.ToHost(context));
+  }
+  if (!heads.all) {
+    ResolveOracle(context, config_.head_dim, &heads);
+    backend_.MaskUnits(heads, config_.head_dim, &context);
+  }
 
   Tensor out = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(context, w.wo, w.bo, &out);
@@ -293,7 +299,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
       up = backend_.Allocate(DType::kF32, {n, inter});
       gate = backend_.Allocate(DType::kF32, {n, inter});
     }
-    if (neurons.all) {
+    if (neurons.all && !method_.observes()) {
       // Nothing reads up or gate but the down projection: a backend may fuse
       // the whole MLP (Backend::GatedMlp).
       Tensor down = backend_.Allocate(DType::kF32, x->shape());
@@ -312,11 +318,28 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
     up = backend_.Allocate(DType::kF32, {n, inter});
     backend_.LinearActivate(h, w.w_up, w.b_up, config_.activation, &up);
   }
-  if (!neurons.all) backend_.MaskUnits(neurons, 1, &up);
+  if (method_.observes()) {
+    method_.ObserveNeurons({layer, phase}, backend_.ToHost(up));
+  }
+  if (!neurons.all) {
+    ResolveOracle(up, 1, &neurons);
+    backend_.MaskUnits(neurons, 1, &up);
+  }
 
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
   EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
+}
+
+void Session::ResolveOracle(const Tensor& x, int64_t unit_width,
+                            UnitSelection* selection) {
+  if (selection->all || !selection->oracle) return;
+  const int64_t rows = x.dim(0);
+  Tensor norms = backend_.Allocate(DType::kF32, {rows, x.dim(1) / unit_width});
+  backend_.UnitNorms(x, unit_width, &norms);
+  selection->ids = backend_.Allocate(DType::kI32, {rows, selection->per_row});
+  backend_.TopK(norms, selection->per_row, &selection->ids);
+  selection->oracle = false;
 }
 
 }  // namespace dynsparse

@@ -75,6 +75,10 @@ class Session {
   absl::Status RunTokenLayers(absl::Span<const int32_t> positions,
                               Phase phase, int64_t first_logit_row, Tensor* x,
                               Tensor* pending);
+  // An oracle selection becomes ids: per row, the units of `x` (blocks of
+  // `unit_width` columns) with the largest L2 norm.
+  void ResolveOracle(const Tensor& x, int64_t unit_width,
+                     UnitSelection* selection);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;

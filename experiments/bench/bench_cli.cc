@@ -93,7 +93,8 @@ absl::StatusOr<BenchResult> Run(const ParsedFlags& flags,
   absl::StatusOr<std::unique_ptr<Method>> method =
       methods(flags.Get("method"), flags.GetAll("method-arg"));
   if (!method.ok()) return method.status();
-  if (absl::Status s = (*method)->Attach(model->config); !s.ok()) return s;
+  if (absl::Status s = (*method)->Attach(model->config, **backend); !s.ok())
+    return s;
 
   std::cerr << "bench: " << (*backend)->name() << ", prompt " << options.prompt
             << ", " << options.new_tokens << " decode steps x "

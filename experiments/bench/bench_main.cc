@@ -14,7 +14,8 @@ namespace {
 class Dense : public dynsparse::Method {
  public:
   std::string name() const override { return "dense"; }
-  absl::Status Attach(const dynsparse::ModelConfig&) override {
+  absl::Status Attach(const dynsparse::ModelConfig&,
+                      dynsparse::Backend&) override {
     return absl::OkStatus();
   }
 };

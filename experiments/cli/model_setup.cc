@@ -92,10 +92,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
 }
 
 absl::StatusOr<std::unique_ptr<Method>> CreateAttachedMethod(
-    const std::string& name, const MethodArgs& args,
-    const ModelConfig& config) {
+    const std::string& name, const MethodArgs& args, const ModelConfig& config,
+    Backend& backend) {
   ASSIGN_OR_RETURN(std::unique_ptr<Method> method, CreateMethod(name, args));
-  RETURN_IF_ERROR(method->Attach(config));
+  RETURN_IF_ERROR(method->Attach(config, backend));
   return method;
 }
 
@@ -135,9 +135,9 @@ absl::StatusOr<OpenedModel> OpenModel(const ModelSpecRequest& spec,
   }
   if (request.runtime) {
     opened.method_name = spec.method;
-    ASSIGN_OR_RETURN(opened.method,
-                     CreateAttachedMethod(spec.method, spec.method_args,
-                                          opened.model.config));
+    ASSIGN_OR_RETURN(opened.method, CreateAttachedMethod(
+                                        spec.method, spec.method_args,
+                                        opened.model.config, *opened.backend));
   }
   return opened;
 }

@@ -61,9 +61,10 @@ absl::StatusOr<OpenedModel> OpenModel(const ParsedFlags& flags,
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     const std::string& device, int64_t threads);
 
-// A method from the registry, attached to `config`.
+// A method from the registry, attached to `config` and the sessions' backend.
 absl::StatusOr<std::unique_ptr<Method>> CreateAttachedMethod(
-    const std::string& name, const MethodArgs& args, const ModelConfig& config);
+    const std::string& name, const MethodArgs& args, const ModelConfig& config,
+    Backend& backend);
 
 // Tokenizer only (for `tokenize`), from --model DIR or --tokenizer.
 absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(

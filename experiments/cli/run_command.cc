@@ -70,7 +70,8 @@ class CachingOpener {
     }
     ASSIGN_OR_RETURN(
         std::unique_ptr<Method> method,
-        CreateAttachedMethod(job.method.name, args, loaded_->model.config));
+        CreateAttachedMethod(job.method.name, args, loaded_->model.config,
+                             *loaded_->backend));
     return Wrap(loaded_, std::move(method), m);
   }
 

@@ -156,12 +156,20 @@ void MaskUnits(const UnitSelection& keep, int64_t unit_width, Tensor* x) {
   const int64_t rows = x->dim(0);
   const int64_t width = x->dim(1);
   const int64_t units = width / unit_width;
-  DS_CHECK_EQ(static_cast<int64_t>(keep.indices.size()), rows * keep.per_row);
+  DS_CHECK(!keep.oracle) << "oracle selections are resolved by the graph";
+  const int32_t* ids = keep.indices.data();
+  if (!keep.ids.empty()) {
+    DS_CHECK(keep.ids.dtype() == DType::kI32 && keep.ids.dim(0) == rows &&
+             keep.ids.dim(1) == keep.per_row);
+    ids = keep.ids.data<int32_t>();
+  } else {
+    DS_CHECK_EQ(static_cast<int64_t>(keep.indices.size()), rows * keep.per_row);
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<char> kept(units, 0);
     for (int64_t k = 0; k < keep.per_row; ++k) {
-      const int32_t u = keep.indices[r * keep.per_row + k];
+      const int32_t u = ids[r * keep.per_row + k];
       DS_CHECK(u >= 0 && u < units) << "unit " << u << " of " << units;
       kept[u] = 1;
     }

@@ -613,11 +613,19 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
         "GatedMlp");
 }
 
+absl::StatusOr<Tensor> CudaBackend::Upload(const Tensor& host) {
+  return ToDevice(*ctx_, host);
+}
+
 void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
                             Tensor* x) {
   if (keep.all) return;
+  DS_CHECK(!keep.oracle) << "oracle selections are resolved by the graph";
   uint64_t sig = Mix(Mix(MixTensor(kOpMask, *x), unit_width), keep.per_row);
-  const int32_t* ids = StageIndices(keep.indices, &sig);
+  // Device ids (a predictor's TopK) are used in place; host ids are staged.
+  const int32_t* ids = keep.ids.empty() ? StageIndices(keep.indices, &sig)
+                                        : keep.ids.data<int32_t>();
+  if (!keep.ids.empty()) sig = MixTensor(sig, keep.ids);
   const int64_t units = unit_width > 0 ? x->dim(1) / unit_width : 0;
   Tensor flags = Allocate(DType::kI32,
                           {std::max<int64_t>(1, (x->dim(0) * units + 3) / 4)});

@@ -108,6 +108,7 @@ class CudaBackend : public Backend {
                 const Tensor& b_up, const Tensor& b_gate, Activation activation,
                 const Tensor& w_down, const Tensor& b_down, Tensor* up,
                 Tensor* gate, Tensor* y) override;
+  absl::StatusOr<Tensor> Upload(const Tensor& host) override;
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;

@@ -60,9 +60,10 @@ CombinedMethod::CombinedMethod(std::unique_ptr<Method> tokens,
                                std::unique_ptr<Method> head_neuron)
     : tokens_(std::move(tokens)), head_neuron_(std::move(head_neuron)) {}
 
-absl::Status CombinedMethod::Attach(const ModelConfig& config) {
-  if (absl::Status s = tokens_->Attach(config); !s.ok()) return s;
-  return head_neuron_->Attach(config);
+absl::Status CombinedMethod::Attach(const ModelConfig& config,
+                                    Backend& backend) {
+  if (absl::Status s = tokens_->Attach(config, backend); !s.ok()) return s;
+  return head_neuron_->Attach(config, backend);
 }
 
 void CombinedMethod::BeginSequence() {

@@ -28,7 +28,7 @@ class CombinedMethod : public Method {
                  std::unique_ptr<Method> head_neuron);
 
   std::string name() const override { return "combined"; }
-  absl::Status Attach(const ModelConfig& config) override;
+  absl::Status Attach(const ModelConfig& config, Backend& backend) override;
   void BeginSequence() override;
   bool SelectsTokens() const override { return tokens_->SelectsTokens(); }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
@@ -42,6 +42,18 @@ class CombinedMethod : public Method {
   void SelectNeurons(const LayerSite& site, const Tensor& x,
                      UnitSelection* neurons) override {
     head_neuron_->SelectNeurons(site, x, neurons);
+  }
+  SparseExecution execution() const override {
+    return head_neuron_->execution();
+  }
+  // Calibration observes the head/neuron side's labels.
+  bool observes() const override { return head_neuron_->observes(); }
+  void ObserveHeads(const LayerSite& site, const Tensor& context) override {
+    head_neuron_->ObserveHeads(site, context);
+  }
+  void ObserveNeurons(const LayerSite& site,
+                      const Tensor& activation) override {
+    head_neuron_->ObserveNeurons(site, activation);
   }
 
  private:

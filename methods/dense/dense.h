@@ -17,7 +17,7 @@ class DenseMethod : public Method {
   static absl::StatusOr<std::unique_ptr<Method>> Create(const MethodArgs& args);
 
   std::string name() const override { return "dense"; }
-  absl::Status Attach(const ModelConfig& config) override {
+  absl::Status Attach(const ModelConfig& config, Backend& backend) override {
     return absl::OkStatus();
   }
 };

@@ -65,7 +65,8 @@ absl::StatusOr<std::unique_ptr<Method>> LazyLlmMethod::Create(
 LazyLlmMethod::LazyLlmMethod(LazyLlmOptions options)
     : options_(std::move(options)) {}
 
-absl::Status LazyLlmMethod::Attach(const ModelConfig& config) {
+absl::Status LazyLlmMethod::Attach(const ModelConfig& config,
+                                   Backend& backend) {
   if (options_.schedule.has_value()) {
     schedule_ = *options_.schedule;
   } else {

@@ -45,7 +45,7 @@ class LazyLlmMethod : public Method {
   explicit LazyLlmMethod(LazyLlmOptions options);
 
   std::string name() const override { return "lazyllm"; }
-  absl::Status Attach(const ModelConfig& config) override;
+  absl::Status Attach(const ModelConfig& config, Backend& backend) override;
   void BeginSequence() override;
   bool SelectsTokens() const override { return true; }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,

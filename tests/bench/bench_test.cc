@@ -17,7 +17,9 @@ namespace {
 class Dense : public Method {
  public:
   std::string name() const override { return "dense"; }
-  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
 };
 
 ModelConfig TinyLlama() {

@@ -147,7 +147,9 @@ class FixedUnitsMethod : public Method {
   FixedUnitsMethod(bool heads, int64_t layer, std::vector<int32_t> units)
       : heads_(heads), layer_(layer), units_(std::move(units)) {}
   std::string name() const override { return "fixed-units"; }
-  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
   void SelectHeads(const LayerSite& site, const Tensor& x,
                    UnitSelection* sel) override {
     if (heads_) Fill(site, x, sel);

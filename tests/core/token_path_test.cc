@@ -59,7 +59,8 @@ std::unique_ptr<Method> Lazy(const std::vector<std::string>& items,
   EXPECT_TRUE(args.ok()) << args.status();
   auto method = LazyLlmMethod::Create(*args);
   EXPECT_TRUE(method.ok()) << method.status();
-  EXPECT_TRUE((*method)->Attach(config).ok());
+  static CpuBackend attach_backend(1);
+  EXPECT_TRUE((*method)->Attach(config, attach_backend).ok());
   return std::move(*method);
 }
 
@@ -159,7 +160,7 @@ class ScriptedMethod : public Method {
   explicit ScriptedMethod(std::map<int32_t, std::set<int32_t>> script)
       : script_(std::move(script)) {}
   std::string name() const override { return "scripted"; }
-  absl::Status Attach(const ModelConfig&) override {
+  absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
   }
   bool SelectsTokens() const override { return true; }

@@ -29,7 +29,9 @@ namespace fs = std::filesystem;
 class AllUnits : public Method {
  public:
   std::string name() const override { return "all"; }
-  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
 };
 
 // Keeps the first half of the heads and every other neuron in each row, so
@@ -37,7 +39,7 @@ class AllUnits : public Method {
 class HalfUnits : public Method {
  public:
   std::string name() const override { return "half"; }
-  absl::Status Attach(const ModelConfig& c) override {
+  absl::Status Attach(const ModelConfig& c, Backend&) override {
     config_ = c;
     return absl::OkStatus();
   }
@@ -193,7 +195,7 @@ TEST_P(CudaBackendTest, HalfPrecisionLogitsMatchCpu) {
 TEST_P(CudaBackendTest, MaskedUnitsMatchCpu) {
   Load(DType::kF32);
   HalfUnits half;
-  ASSERT_TRUE(half.Attach(model_->config).ok());
+  ASSERT_TRUE(half.Attach(model_->config, *cuda_).ok());
   const Comparison c = Compare(half, 20, 4);
   EXPECT_LT(c.max_rel, 1e-4);
 }

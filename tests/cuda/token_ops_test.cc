@@ -174,7 +174,7 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 class EveryThirdDropped : public Method {
  public:
   std::string name() const override { return "every-third-dropped"; }
-  absl::Status Attach(const ModelConfig&) override {
+  absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
   }
   bool SelectsTokens() const override { return true; }

@@ -26,7 +26,9 @@ class ToyMethod : public Method {
  public:
   explicit ToyMethod(double keep) : keep_(keep) {}
   std::string name() const override { return "toy"; }
-  absl::Status Attach(const ModelConfig&) override { return absl::OkStatus(); }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
   double keep() const { return keep_; }
 
  private:

@@ -55,7 +55,7 @@ inline std::unique_ptr<TestModel> OpenModelDir(const std::string& dir) {
   EXPECT_TRUE(tok.ok()) << tok.status();
   if (!tok.ok()) return nullptr;
   m->tokenizer = *std::move(tok);
-  EXPECT_TRUE(m->method.Attach(m->model.config).ok());
+  EXPECT_TRUE(m->method.Attach(m->model.config, m->backend).ok());
   return m;
 }
 

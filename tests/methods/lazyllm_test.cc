@@ -69,7 +69,8 @@ TEST(LazyLlmMethodTest, ParametersAreChecked) {
   auto method = Make("lazyllm", {"schedule=9:0.5"});
   ModelConfig c;
   c.num_layers = 8;
-  EXPECT_EQ(method->Attach(c).message(),
+  CpuBackend backend(1);
+  EXPECT_EQ(method->Attach(c, backend).message(),
             "lazyllm schedule layer 9 is not below the 8 layers of the model");
 }
 
@@ -87,8 +88,8 @@ ModelConfig Tiny() {
 std::vector<float> Logits(Method& method) {
   const ModelConfig c = Tiny();
   const ModelWeights w = RandomWeights(c, 21);
-  EXPECT_TRUE(method.Attach(c).ok());
   CpuBackend backend(1);
+  EXPECT_TRUE(method.Attach(c, backend).ok());
   Session session(c, w, backend, method, 80);
   std::vector<int32_t> prompt(50);
   for (int i = 0; i < 50; ++i) prompt[i] = (i * 7 + 3) % 61;
