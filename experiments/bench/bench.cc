@@ -113,6 +113,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["achieved_gbps"] = achieved_gbps;
   j["floor_ratio"] = floor_ms > 0 ? decode_ms_median / floor_ms : 0.0;
   j["git_sha"] = git_sha;
+  j["method"] = method;
   for (const auto& [key, value] : token_work.items()) j[key] = value;
   return j;
 }
@@ -130,6 +131,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   BenchResult r;
   r.device = DeviceName(backend.device());
   r.backend = backend.name();
+  r.method = method.name();
   r.batch = o.batch;
   r.prompt = o.prompt;
   r.new_tokens = o.new_tokens;

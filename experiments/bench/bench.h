@@ -32,6 +32,7 @@ struct BenchResult {
   std::string model;
   std::string device;
   std::string backend;  // Backend::name()
+  std::string method;   // Method::name()
   std::string dtype;
   int64_t batch = 1;
   int64_t prompt = 0;
