@@ -188,9 +188,8 @@ class LongctxMetric : public Metric {
   static void AddTokenWork(const TokenWork& work, std::vector<MetricRow>* rows) {
     if (work.empty()) return;
     MetricRow& last = rows->back();
-    for (const auto& [key, value] : work.ToJson().items()) {
-      last.details[key] = value;
-    }
+    const nlohmann::json fields = work.ToJson();  // Outlives the loop.
+    for (const auto& [key, value] : fields.items()) last.details[key] = value;
     MetricRow fraction = last;
     fraction.metric = "computed_fraction";
     fraction.value = work.prefill_fraction();

@@ -5,7 +5,10 @@ import json
 import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-dense = {r["prompt"]: r for r in rows if r.get("method", "dense") == "dense"}
+dense = {}  # The first dense run with CUDA graphs at each prompt length.
+for r in rows:
+    if r.get("method", "dense") == "dense" and "CUDA graphs" in r["backend"]:
+        dense.setdefault(r["prompt"], r)
 print("| prompt | method | TTFT ms | speedup | computed | ideal | % of ideal "
       "| decode ms/token | decode vs dense |")
 print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -14,7 +17,9 @@ for r in rows:
     frac = r.get("prefill_computed_fraction")
     label = r.get("method", "dense")
     if frac is not None:
-        label += f" (computed {frac:.2f})"
+        label += f" (computed {frac:.2f}, then {r['generation_computed_fraction']:.2f})"
+    if "CUDA graphs" not in r["backend"]:
+        label += " eager"
     speed = d["ttft_ms"] / r["ttft_ms"] if d else float("nan")
     ideal = r.get("ideal_ttft_speedup", 1.0)
     pct = 100.0 * speed / ideal
