@@ -11,8 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 
-#include "core/logging.h"
-
 namespace dynsparse {
 
 void Backend::LinearGroup(const Tensor& x, absl::Span<const Tensor* const> w,

@@ -78,8 +78,7 @@ class Method {
   // presence and the Aux Cache and calls SelectTokens before layers >= 1.
   virtual bool SelectsTokens() const { return false; }
   // Before layer site.layer >= 1: which candidates flow into it.
-  virtual void SelectTokens(const LayerSite& site,
-                            TokenCandidates& candidates,
+  virtual void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                             TokenSelection* keep) {}
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].

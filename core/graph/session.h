@@ -72,8 +72,8 @@ class Session {
   void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
   // The layers of a step under token pruning (session_tokens.cc): leaves in
   // x the rows computed at the last layer, the logit rows last.
-  absl::Status RunTokenLayers(absl::Span<const int32_t> positions,
-                              Phase phase, int64_t first_logit_row, Tensor* x,
+  absl::Status RunTokenLayers(absl::Span<const int32_t> positions, Phase phase,
+                              int64_t first_logit_row, Tensor* x,
                               Tensor* pending);
   // An oracle selection becomes ids: per row, the units of `x` (blocks of
   // `unit_width` columns) with the largest L2 norm.

@@ -61,8 +61,7 @@ absl::Status ApplySelection(const TokenSelection& keep, int64_t layer,
     if (i <= previous || i >= static_cast<int64_t>(live->size())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "token selection before layer ", layer, ": candidate index ", i,
-          " is out of range or not ascending (", live->size(),
-          " candidates)"));
+          " is out of range or not ascending (", live->size(), " candidates)"));
     }
     previous = i;
     if (i < first_protected) next.push_back((*live)[i]);
@@ -99,8 +98,8 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
           live.begin();
       const std::vector<int32_t>& keys = live;
       Candidates candidates(keys, first_new, first_protected, [&, layer] {
-        Tensor probs = backend_.Allocate(
-            DType::kF32, {static_cast<int64_t>(keys.size())});
+        Tensor probs =
+            backend_.Allocate(DType::kF32, {static_cast<int64_t>(keys.size())});
         LastQueryArgs args;
         args.q = &last_query_;
         args.k_cache = &cache_.keys(layer - 1);
@@ -169,7 +168,8 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
         Tensor next = backend_.Allocate(
             DType::kF32,
             {static_cast<int64_t>(compute.size()), config_.hidden_size});
-        if (!batch_src.empty()) backend_.CopyRows(*x, batch_src, batch_dst, &next);
+        if (!batch_src.empty())
+          backend_.CopyRows(*x, batch_src, batch_dst, &next);
         if (!aux_src.empty()) {
           backend_.CopyRows(state.Aux(layer - 1, backend_), aux_src, aux_dst,
                             &next);

@@ -185,7 +185,8 @@ class LongctxMetric : public Metric {
 
   // Token pruning: the computed fraction and ideal TTFT speedup beside the
   // last row (same task), and in its details.
-  static void AddTokenWork(const TokenWork& work, std::vector<MetricRow>* rows) {
+  static void AddTokenWork(const TokenWork& work,
+                           std::vector<MetricRow>* rows) {
     if (work.empty()) return;
     MetricRow& last = rows->back();
     const nlohmann::json fields = work.ToJson();  // Outlives the loop.

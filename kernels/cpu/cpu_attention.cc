@@ -6,12 +6,11 @@
 // With key_positions (token pruning) the listed K/V rows are first gathered
 // into contiguous buffers, and a row sees the keys whose position precedes
 // its own.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "kernels/cpu/cpu_kernels.h"
 

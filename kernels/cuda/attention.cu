@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       if (k0 + r < kmax) {
         const int64_t off =
             static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
-                            static_cast<int64_t>(kvh) * D + d;
+            static_cast<int64_t>(kvh) * D + d;
         kv = *reinterpret_cast<const float4*>(a.k + off);
         vv = *reinterpret_cast<const float4*>(a.v + off);
       }

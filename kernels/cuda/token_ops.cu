@@ -1,9 +1,8 @@
-#include "kernels/cuda/token_ops.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/token_ops.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -83,9 +82,9 @@ __global__ void ProbeMeanKernel(const float* scores, const float* stats,
   if (j >= num_keys) return;
   float total = 0.f;
   for (int h = 0; h < heads; ++h) {
-    total += expf(scores[static_cast<int64_t>(h) * num_keys + j] -
-                  stats[2 * h]) /
-             stats[2 * h + 1];
+    total +=
+        expf(scores[static_cast<int64_t>(h) * num_keys + j] - stats[2 * h]) /
+        stats[2 * h + 1];
   }
   out[j] = total / static_cast<float>(heads);
 }
@@ -137,8 +136,8 @@ absl::Status LastQueryAttentionDevice(DeviceContext& ctx,
   if (absl::Status s = LastLaunchStatus("ProbeScoresKernel"); !s.ok()) {
     return s;
   }
-  ProbeStatsKernel<<<static_cast<unsigned>(heads), kThreads, 0,
-                     ctx.stream()>>>(scores, nk, stats);
+  ProbeStatsKernel<<<static_cast<unsigned>(heads), kThreads, 0, ctx.stream()>>>(
+      scores, nk, stats);
   if (absl::Status s = LastLaunchStatus("ProbeStatsKernel"); !s.ok()) return s;
   ProbeMeanKernel<<<static_cast<unsigned>(CeilDiv(nk, kThreads)), kThreads, 0,
                     ctx.stream()>>>(scores, stats, nk, heads,

@@ -44,8 +44,8 @@ absl::StatusOr<LazyLlmOptions> LazyLlmMethod::ParseOptions(
   }
   if (*stages < 1 || !(*keep > 0.0 && *keep <= 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "lazyllm: stages must be >= 1 and keep in (0, 1] (got stages=",
-        *stages, " keep=", *keep, ")"));
+        "lazyllm: stages must be >= 1 and keep in (0, 1] (got stages=", *stages,
+        " keep=", *keep, ")"));
   }
   o.stages = *stages;
   o.keep = *keep;

@@ -22,9 +22,8 @@ absl::StatusOr<PruneSchedule> ParseSchedule(absl::string_view text) {
           "schedule item '", item, "' is not LAYER:KEEP (e.g. 10:0.7)"));
     }
     if (layer < 1 || !(keep > 0.0 && keep <= 1.0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("schedule item '", item,
-                       "': layer must be >= 1 and keep in (0, 1]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "schedule item '", item, "': layer must be >= 1 and keep in (0, 1]"));
     }
     if (!schedule.emplace(layer, keep).second) {
       return absl::InvalidArgumentError(

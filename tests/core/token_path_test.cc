@@ -121,8 +121,9 @@ TEST(TokenPathTest, KeepOneIsDenseOnFixtureModel) {
   const std::vector<int32_t> prompt = RandomIds(50, 512, 4);
   DenseMethod dense;
   auto lazy = Lazy({"schedule=1:1.0"}, model->config);
-  EXPECT_EQ(RunSteps(model->config, model->weights, *lazy, prompt, 4, 49).logits,
-            RunSteps(model->config, model->weights, dense, prompt, 4, 49).logits);
+  EXPECT_EQ(
+      RunSteps(model->config, model->weights, *lazy, prompt, 4, 49).logits,
+      RunSteps(model->config, model->weights, dense, prompt, 4, 49).logits);
 }
 
 TEST(TokenPathTest, EachTokenLayerComputedAtMostOnceWithRevival) {
@@ -130,9 +131,8 @@ TEST(TokenPathTest, EachTokenLayerComputedAtMostOnceWithRevival) {
   const ModelWeights w = RandomWeights(c, 7);
   const std::vector<int32_t> prompt = RandomIds(60, c.vocab_size, 2);
   for (const char* selector : {"attention", "random"}) {
-    auto lazy = Lazy({"schedule=2:0.6,4:0.5", std::string("selector=") +
-                                                  selector},
-                     c);
+    auto lazy =
+        Lazy({"schedule=2:0.6,4:0.5", std::string("selector=") + selector}, c);
     Steps run = RunSteps(c, w, *lazy, prompt, 64, 59);
     const TokenState& state = *run.session->token_state();
     const TokenStats& stats = state.stats();

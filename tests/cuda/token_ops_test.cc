@@ -2,6 +2,8 @@
 // over a key list (flash prefill, tensor-core prefill, split-K decode), the
 // last-query probe, row copies, and a whole pruned Session (prefill +
 // decode with revival) on CudaBackend vs CpuBackend.
+#include "kernels/cuda/token_ops.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -15,7 +17,6 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/token_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_paths.h"
 
@@ -148,7 +149,8 @@ TEST_F(TokenOpsTest, LastQueryProbeMatchesCpu) {
   args.scale = 0.088f;
   args.out = &out;
   Tensor scratch = PoisonedDevice(DType::kF32, {LastQueryScratchFloats(args)});
-  ASSERT_TRUE(LastQueryAttentionDevice(ctx(), args, scratch.data<float>()).ok());
+  ASSERT_TRUE(
+      LastQueryAttentionDevice(ctx(), args, scratch.data<float>()).ok());
   EXPECT_LT(testutil::RelativeError(Download(out), ref.ToF32Vector()), 1e-5)
       << SeedMessage();
 }
@@ -226,8 +228,7 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
     ASSERT_TRUE(a.ok() && b.ok());
     // The prefill's tensor-core attention (f16 operands) left ~1e-3
     // differences in the caches.
-    EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()),
-              3e-3)
+    EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()), 3e-3)
         << "decode step " << s;
   }
   EXPECT_GT(on_cuda.token_state()->stats().revived, 0);

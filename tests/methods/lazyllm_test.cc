@@ -1,5 +1,7 @@
 // The lazyllm method's parameters and schedules, and the combined method's
 // composition: with dense on one side it is exactly the other method.
+#include "methods/lazyllm/lazyllm.h"
+
 #include <memory>
 #include <vector>
 
@@ -8,7 +10,6 @@
 #include "core/random_weights.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "methods/lazyllm/lazyllm.h"
 #include "methods/lazyllm/schedule.h"
 #include "methods/registry.h"
 
@@ -107,8 +108,9 @@ std::vector<float> Logits(Method& method) {
 
 TEST(CombinedMethodTest, DenseOnEitherSideIsTheOtherMethodExactly) {
   auto lazy = Make("lazyllm", {"schedule=1:0.6,3:0.5"});
-  auto combined = Make("combined", {"token=lazyllm", "token.schedule=1:0.6,3:0.5",
-                                    "head_neuron=dense"});
+  auto combined = Make(
+      "combined",
+      {"token=lazyllm", "token.schedule=1:0.6,3:0.5", "head_neuron=dense"});
   const std::vector<float> want = Logits(*lazy);
   EXPECT_EQ(Logits(*combined), want);
   auto dense = Make("dense", {});
