@@ -21,7 +21,8 @@ namespace dynsparse {
 class CombinedMethod : public Method {
  public:
   static absl::StatusOr<std::unique_ptr<Method>> Create(const MethodArgs& args);
-  // The unprefixed keys; prefixed ones are checked by each side.
+  // "token", "head_neuron" and the families "token.*", "head_neuron.*"
+  // (each side checks its own keys).
   static const std::vector<std::string>& Parameters();
 
   CombinedMethod(std::unique_ptr<Method> tokens,
