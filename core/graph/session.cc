@@ -292,6 +292,11 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
              pending);
     return;
   }
+  if (neurons.all && sparse_.down_in_place(layer)) {
+    EndBlock(sparse_.DenseMlp(layer, h), w.mlp_norm_w, w.mlp_norm_b, x,
+             pending);
+    return;
+  }
 
   Tensor up;
   if (config_.gated_mlp) {
@@ -336,6 +341,11 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
     backend_.MaskUnits(neurons, 1, &up);
   }
 
+  if (sparse_.down_in_place(layer)) {
+    EndBlock(sparse_.DownOfAll(layer, up), w.mlp_norm_w, w.mlp_norm_b, x,
+             pending);
+    return;
+  }
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
   EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);

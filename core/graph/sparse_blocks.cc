@@ -16,10 +16,13 @@ SparseBlocks::SparseBlocks(const ModelConfig& config,
       enabled_(enabled && backend.SupportsSparse()) {
   if (!enabled_) return;
   rings_.resize(config.num_layers);
+  in_place_.resize(config.num_layers);
   for (int64_t l = 0; l < config.num_layers; ++l) {
     // Transposed W2 now: a decode step (maybe a CUDA graph capture) must not
     // allocate or copy weights.
-    backend_.TransposedWeight(weights.layers[l].w_down);
+    const Tensor& w_down = weights.layers[l].w_down;
+    in_place_[l] = backend_.TransposedWeight(w_down).raw_data() ==
+                   w_down.raw_data();
     Ring& ring = rings_[l];
     ring.x = backend_.Allocate(DType::kF32, {kRingSlots, config.hidden_size});
     ring.pos = backend_.Allocate(DType::kI32, {kRingSlots});
@@ -63,6 +66,32 @@ Tensor SparseBlocks::Mlp(int64_t layer, const Tensor& h,
   Tensor down = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
   backend_.GatherLinearT(act, backend_.TransposedWeight(w.w_down), w.b_down,
                          ids, &down);
+  return down;
+}
+
+Tensor SparseBlocks::DenseMlp(int64_t layer, const Tensor& h) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t n = h.dim(0), inter = config_.intermediate_size;
+  Tensor up = backend_.Allocate(DType::kF32, {n, inter});
+  if (config_.gated_mlp) {
+    Tensor gate = backend_.Allocate(DType::kF32, {n, inter});
+    const Tensor* ws[] = {&w.w_up, &w.w_gate};
+    const Tensor* bs[] = {&w.b_up, &w.b_gate};
+    Tensor* ys[] = {&up, &gate};
+    backend_.LinearGroup(h, ws, bs, ys);
+    backend_.GatedActivate(config_.activation, gate, &up);
+  } else {
+    backend_.LinearActivate(h, w.w_up, w.b_up, config_.activation, &up);
+  }
+  return DownOfAll(layer, up);
+}
+
+Tensor SparseBlocks::DownOfAll(int64_t layer, const Tensor& activation) {
+  const LayerWeights& w = weights_.layers[layer];
+  Tensor down =
+      backend_.Allocate(DType::kF32, {activation.dim(0), config_.hidden_size});
+  backend_.GatherLinearT(activation, backend_.TransposedWeight(w.w_down),
+                         w.b_down, Tensor(), &down);
   return down;
 }
 

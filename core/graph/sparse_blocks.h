@@ -44,6 +44,16 @@ class SparseBlocks {
                Backend& backend, const RopeTable& rope, bool enabled);
 
   bool enabled() const { return enabled_; }
+  // True when the backend had no room for a transposed copy of this layer's
+  // W2 and transposed the weight in place (CudaBackend on OPT-66B): the
+  // layer's dense MLP must then go through DenseMlp too.
+  bool down_in_place(int64_t layer) const {
+    return enabled_ && in_place_[layer];
+  }
+  // The dense MLP output reading W2 transposed.
+  Tensor DenseMlp(int64_t layer, const Tensor& h);
+  // activation [n, inter] times W2^T (every neuron) from the transposed W2.
+  Tensor DownOfAll(int64_t layer, const Tensor& activation);
   // The MLP output (before the residual add) for kept neurons given as ids
   // or host indices (not oracle); h is the MLP's normed input [n, hidden].
   Tensor Mlp(int64_t layer, const Tensor& h, const UnitSelection& neurons);
@@ -80,6 +90,7 @@ class SparseBlocks {
   const RopeTable& rope_;
   bool enabled_;
   std::vector<Ring> rings_;
+  std::vector<char> in_place_;
 };
 
 }  // namespace dynsparse
