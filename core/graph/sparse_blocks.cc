@@ -21,8 +21,8 @@ SparseBlocks::SparseBlocks(const ModelConfig& config,
     // Transposed W2 now: a decode step (maybe a CUDA graph capture) must not
     // allocate or copy weights.
     const Tensor& w_down = weights.layers[l].w_down;
-    in_place_[l] = backend_.TransposedWeight(w_down).raw_data() ==
-                   w_down.raw_data();
+    in_place_[l] =
+        backend_.TransposedWeight(w_down).raw_data() == w_down.raw_data();
     Ring& ring = rings_[l];
     ring.x = backend_.Allocate(DType::kF32, {kRingSlots, config.hidden_size});
     ring.pos = backend_.Allocate(DType::kI32, {kRingSlots});

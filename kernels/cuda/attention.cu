@@ -426,10 +426,10 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   constexpr int kCols = D / 32;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
-  const int kvh =
-      (a.head_ids != nullptr ? a.head_ids[static_cast<int64_t>(row) * a.heads + h]
-                             : h) /
-      a.group;
+  const int kvh = (a.head_ids != nullptr
+                       ? a.head_ids[static_cast<int64_t>(row) * a.heads + h]
+                       : h) /
+                  a.group;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
 

@@ -780,8 +780,8 @@ void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
       MixTensor(MixTensor(MixTensor(kOpGatherLinear, x), w_up), w_gate);
   sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, b_up), b_gate), ids), *y);
   if (!Op(Mix(sig, static_cast<uint64_t>(activation) + 100))) return;
-  Check(GatherGemv(*ctx_, x, w_up, b_up, &w_gate, &b_gate,
-                   ids.data<int32_t>(), ids.dim(1), 1, true, activation, y),
+  Check(GatherGemv(*ctx_, x, w_up, b_up, &w_gate, &b_gate, ids.data<int32_t>(),
+                   ids.dim(1), 1, true, activation, y),
         "GatherGatedLinear");
 }
 
@@ -791,7 +791,8 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
   const int64_t k = ids.empty() ? w_t.dim(0) : ids.dim(1);
   Tensor scratch = Allocate(
       DType::kF32, {GatherGemvTScratchFloats(*ctx_, x.dim(0), k, w_t.dim(1))});
-  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
+  uint64_t sig =
+      MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
   sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);
   if (!Op(sig)) return;
   Check(GatherGemvT(*ctx_, x, w_t, bias,
@@ -816,8 +817,8 @@ void CudaBackend::GatherColumns(const Tensor& x, const Tensor& ids,
                                 int64_t unit_width, Tensor* y) {
   uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherColumns, x), ids), *y);
   if (!Op(Mix(sig, unit_width))) return;
-  Check(GatherColumnsCopy(*ctx_, x, ids.data<int32_t>(), ids.dim(1),
-                          unit_width, y),
+  Check(GatherColumnsCopy(*ctx_, x, ids.data<int32_t>(), ids.dim(1), unit_width,
+                          y),
         "GatherColumns");
 }
 
@@ -825,13 +826,13 @@ void CudaBackend::SparseAttention(const AttentionArgs& args,
                                   const Tensor& head_ids) {
   const int64_t k = head_ids.dim(1);
   uint64_t sig = MixTensor(
-      MixTensor(MixTensor(MixTensor(kOpSparseAttention, *args.q),
-                          *args.k_cache),
-                *args.v_cache),
+      MixTensor(
+          MixTensor(MixTensor(kOpSparseAttention, *args.q), *args.k_cache),
+          *args.v_cache),
       *args.out);
-  sig = Mix(Mix(Mix(MixTensor(sig, head_ids), args.num_heads),
-                args.num_kv_heads),
-            args.head_dim);
+  sig =
+      Mix(Mix(Mix(MixTensor(sig, head_ids), args.num_heads), args.num_kv_heads),
+          args.head_dim);
   sig = MixDouble(sig, args.scale);
   DeviceAttentionArgs d;
   d.q = args.q;
@@ -857,14 +858,14 @@ void CudaBackend::SparseAttention(const AttentionArgs& args,
 
 void CudaBackend::LazyKv(const LazyKvArgs& args) {
   const Tensor none;
-  const Tensor& freq =
-      args.rope != nullptr && args.rope->enabled() ? RopeFrequencies(*args.rope)
-                                                   : none;
+  const Tensor& freq = args.rope != nullptr && args.rope->enabled()
+                           ? RopeFrequencies(*args.rope)
+                           : none;
   uint64_t sig = MixTensor(MixTensor(kOpLazyKv, *args.ring_x), *args.k_cache);
   sig = MixTensor(MixTensor(MixTensor(sig, *args.v_cache), *args.wk), freq);
-  sig = Mix(sig, args.h != nullptr ? reinterpret_cast<uintptr_t>(
-                                         args.h->raw_data())
-                                   : 0);
+  sig = Mix(sig, args.h != nullptr
+                     ? reinterpret_cast<uintptr_t>(args.h->raw_data())
+                     : 0);
   if (args.head_ids != nullptr) sig = MixTensor(sig, *args.head_ids);
   DeviceLazyKvArgs d;
   d.step = StageIndices(args.step, &sig);

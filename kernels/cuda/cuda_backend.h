@@ -128,9 +128,9 @@ class CudaBackend : public Backend {
                          Activation activation, Tensor* y) override;
   void GatherLinearT(const Tensor& x, const Tensor& w_t, const Tensor& bias,
                      const Tensor& ids, Tensor* y) override;
-  void GatherColumnsLinear(const Tensor& x, const Tensor& w,
-                           const Tensor& bias, const Tensor& ids,
-                           int64_t unit_width, Tensor* y) override;
+  void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                           const Tensor& ids, int64_t unit_width,
+                           Tensor* y) override;
   void GatherColumns(const Tensor& x, const Tensor& ids, int64_t unit_width,
                      Tensor* y) override;
   void SparseAttention(const AttentionArgs& args,

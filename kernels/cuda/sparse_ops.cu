@@ -34,7 +34,8 @@ __device__ __forceinline__ void Load8(const __half* p, float (&f)[8]) {
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+    const float2 t =
+        __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
     f[2 * i] = t.x;
     f[2 * i + 1] = t.y;
   }
@@ -67,16 +68,19 @@ __device__ __forceinline__ float MaybeAct(float v) {
 
 // ---- Gather GEMV (kept rows of W, optional gate) --------------------------
 
+constexpr int kGatherWarps = 4;  // Rows per block: small blocks balance SMs.
+
 template <typename T, int A, bool kGated, bool kVec>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kGatherWarps * 32)
     GatherGemvKernel(const float* __restrict__ x, int64_t in,
                      const T* __restrict__ w, const void* bias, FloatKind bk,
-                     const T* __restrict__ wg, const void* bias_g,
-                     FloatKind gk, const int32_t* __restrict__ ids, int k,
-                     int uw, int64_t cols, float* __restrict__ y) {
+                     const T* __restrict__ wg, const void* bias_g, FloatKind gk,
+                     const int32_t* __restrict__ ids, int k, int uw,
+                     int64_t cols, float* __restrict__ y) {
   PdlWait();
   const int lane = threadIdx.x & 31;
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int64_t c =
+      static_cast<int64_t>(blockIdx.x) * kGatherWarps + (threadIdx.x >> 5);
   const int r = blockIdx.y;
   if (c >= cols) return;
   const int64_t row =
@@ -87,7 +91,7 @@ __global__ void __launch_bounds__(256)
   const float* xr = x + static_cast<int64_t>(r) * in;
   float acc = 0.f, accg = 0.f;
   if constexpr (kVec) {
-#pragma unroll 4
+#pragma unroll 8
     for (int64_t i = lane * 8; i < in; i += 256) {
       float wv[8], xv[8];
       Load8(wr + i, wv);
@@ -126,15 +130,15 @@ absl::Status LaunchGather(DeviceContext& ctx, bool vec, const Tensor& x,
                           const int32_t* ids, int64_t k, int64_t uw,
                           Tensor* y) {
   const int64_t rows = x.dim(0), cols = k * uw;
-  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, 8)),
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kGatherWarps)),
                   static_cast<unsigned>(rows));
   auto kernel = vec ? GatherGemvKernel<T, A, kGated, true>
                     : GatherGemvKernel<T, A, kGated, false>;
   const T* wg = kGated ? static_cast<const T*>(w_gate->raw_data()) : nullptr;
   const void* bg = kGated && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   const FloatKind gk = bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone;
-  LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(256), 0,
-               ctx.stream(), x.data<float>(), x.dim(1),
+  LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kGatherWarps * 32),
+               0, ctx.stream(), x.data<float>(), x.dim(1),
                static_cast<const T*>(w.raw_data()),
                bias.empty() ? nullptr : bias.raw_data(),
                bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()), wg,
@@ -179,8 +183,8 @@ template <typename T, bool kVec>
 __global__ void __launch_bounds__(kTThreads)
     GatherGemvTPartialKernel(const float* __restrict__ x,
                              const T* __restrict__ wt, int64_t out,
-                             const int32_t* __restrict__ ids, int k,
-                             int splits, float* __restrict__ partial) {
+                             const int32_t* __restrict__ ids, int k, int splits,
+                             float* __restrict__ partial) {
   PdlWait();
   const int r = blockIdx.z, s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
@@ -262,7 +266,8 @@ __global__ void __launch_bounds__(256)
 #pragma unroll 4
     for (int64_t c = lane * 8; c < width; c += 256) {
       const int64_t j = c / uw;
-      const int64_t col = static_cast<int64_t>(__ldg(ir + j)) * uw + (c - j * uw);
+      const int64_t col =
+          static_cast<int64_t>(__ldg(ir + j)) * uw + (c - j * uw);
       float wv[8], xv[8];
       Load8(wr + col, wv);
       LoadX8(xr + c, xv);
@@ -288,12 +293,12 @@ __global__ void GatherColumnsCopyKernel(const float* x, int64_t width,
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= cols * rows) return;
   const int64_t r = i / cols, c = i - r * cols, j = c / uw;
-  y[i] = x[r * width + static_cast<int64_t>(ids[r * k + j]) * uw + (c - j * uw)];
+  y[i] =
+      x[r * width + static_cast<int64_t>(ids[r * k + j]) * uw + (c - j * uw)];
 }
 
 template <typename T>
-__global__ void TransposeKernel(const T* w, int64_t rows, int64_t cols,
-                                T* wt) {
+__global__ void TransposeKernel(const T* w, int64_t rows, int64_t cols, T* wt) {
   __shared__ T tile[32][33];
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32;
@@ -318,42 +323,11 @@ __device__ __forceinline__ uint32_t OrderedKey(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// Exclusive scan of v over the block; *total gets the sum. scratch: 33 ints.
-__device__ __forceinline__ int BlockScan(int v, int* total, int* scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warps = blockDim.x >> 5;
-  int incl = v;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int t = __shfl_up_sync(0xffffffffu, incl, off);
-    if (lane >= off) incl += t;
-  }
-  if (lane == 31) scratch[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    const int wv = lane < warps ? scratch[lane] : 0;
-    int wi = wv;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int t = __shfl_up_sync(0xffffffffu, wi, off);
-      if (lane >= off) wi += t;
-    }
-    scratch[lane] = wi - wv;
-    if (lane == 31) scratch[32] = wi;
-  }
-  __syncthreads();
-  const int result = scratch[warp] + incl - v;
-  *total = scratch[32];
-  __syncthreads();
-  return result;
-}
-
 __global__ void __launch_bounds__(kTopKThreads)
     TopKKernel(const float* scores, int n, int k, bool staged, int32_t* ids) {
   PdlWait();
   extern __shared__ uint32_t keys[];
   __shared__ int hist[256];
-  __shared__ int scan[33];
   __shared__ uint32_t s_prefix;
   __shared__ int s_remaining;
   const int tid = threadIdx.x, lane = tid & 31;
@@ -372,8 +346,7 @@ __global__ void __launch_bounds__(kTopKThreads)
     const uint32_t prefix = s_prefix;
     for (int base = 0; base < n; base += blockDim.x) {
       const int i = base + tid;
-      const uint32_t key =
-          i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
+      const uint32_t key = i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
       const bool in = i < n && (key & mask) == prefix;
       const int bin = in ? static_cast<int>((key >> shift) & 255u) : -1;
       // Lanes with the same bin add once (scores often share a top byte).
@@ -410,23 +383,46 @@ __global__ void __launch_bounds__(kTopKThreads)
     mask |= 255u << shift;
     __syncthreads();
   }
-  // Keys above the threshold, then the lowest ids among those equal to it.
+  // Keys above the threshold, then the lowest ids among those equal to it,
+  // written in id order: each warp owns a contiguous segment of the row,
+  // counts its picks with ballots, and writes them after those of the
+  // warps before it (one barrier instead of a block scan per element).
   const uint32_t threshold = s_prefix;
   const int need_eq = s_remaining;
-  int taken = 0, equal_seen = 0;
-  for (int base = 0; base < n; base += blockDim.x) {
-    const int i = base + tid;
-    const uint32_t key = i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
-    const bool gt = i < n && key > threshold;
-    const bool eq = i < n && key == threshold;
-    int eq_total;
-    const int eq_rank = equal_seen + BlockScan(eq ? 1 : 0, &eq_total, scan);
-    const bool sel = gt || (eq && eq_rank < need_eq);
-    int sel_total;
-    const int at = taken + BlockScan(sel ? 1 : 0, &sel_total, scan);
-    if (sel) ids[static_cast<int64_t>(blockIdx.x) * k + at] = i;
-    equal_seen += eq_total;
-    taken += sel_total;
+  const int warp = tid >> 5, warps = blockDim.x >> 5;
+  const int seg = ((n + warps - 1) / warps + 31) & ~31;
+  const int s0 = warp * seg, s1 = min(n, s0 + seg);
+  const unsigned below = (1u << lane) - 1u;
+  int gt_count = 0, eq_count = 0;
+  for (int i = s0 + lane; i < s0 + seg; i += 32) {
+    const uint32_t key = i < s1 ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
+    gt_count += __popc(__ballot_sync(0xffffffffu, i < s1 && key > threshold));
+    eq_count += __popc(__ballot_sync(0xffffffffu, i < s1 && key == threshold));
+  }
+  int* warp_gt = hist;  // The histogram is no longer needed.
+  int* warp_eq = hist + 32;
+  if (lane == 0) {
+    warp_gt[warp] = gt_count;
+    warp_eq[warp] = eq_count;
+  }
+  __syncthreads();
+  int eq_seen = 0, at = 0;
+  for (int w = 0; w < warp; ++w) {
+    const int take_eq = max(0, min(warp_eq[w], need_eq - eq_seen));
+    at += warp_gt[w] + take_eq;
+    eq_seen += warp_eq[w];
+  }
+  int32_t* out = ids + static_cast<int64_t>(blockIdx.x) * k;
+  for (int i = s0 + lane; i < s0 + seg; i += 32) {
+    const uint32_t key = i < s1 ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
+    const bool gt = i < s1 && key > threshold;
+    const bool eq = i < s1 && key == threshold;
+    const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
+    const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
+    const unsigned sel_mask = __ballot_sync(0xffffffffu, sel);
+    if (sel) out[at + __popc(sel_mask & below)] = i;
+    eq_seen += __popc(eq_mask);
+    at += __popc(sel_mask);
   }
 }
 
@@ -476,7 +472,8 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
                          int* pos_list, int* count) {
   const int pos = a.step[0], slot = a.step[1];
   bool active = a.step[2] != 0 || a.h == nullptr;
-  for (int j = 0; !active && j < a.k; ++j) active = a.head_ids[j] / a.group == g;
+  for (int j = 0; !active && j < a.k; ++j)
+    active = a.head_ids[j] / a.group == g;
   int c = 0;
   if (active) {
     for (int s = 0; s < a.slots; ++s) {
@@ -509,14 +506,17 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
   const float* xs[kMaxRing + 1];
 #pragma unroll
   for (int p = 0; p <= kMaxRing; ++p) {
-    xs[p] = p < n ? (slot_list[p] < 0 ? a.h : a.ring_x + slot_list[p] * a.hidden)
-                  : nullptr;
+    xs[p] = p < n
+                ? (slot_list[p] < 0 ? a.h : a.ring_x + slot_list[p] * a.hidden)
+                : nullptr;
   }
   for (int t = 0; t < kLazyRowsPerBlock / 8; ++t) {
-    const int r = blockIdx.y * kLazyRowsPerBlock + warp * (kLazyRowsPerBlock / 8) + t;
+    const int r =
+        blockIdx.y * kLazyRowsPerBlock + warp * (kLazyRowsPerBlock / 8) + t;
     if (r >= 2 * a.head_dim) break;
     const bool is_v = r >= a.head_dim;
-    const int64_t row = static_cast<int64_t>(g) * a.head_dim + (is_v ? r - a.head_dim : r);
+    const int64_t row =
+        static_cast<int64_t>(g) * a.head_dim + (is_v ? r - a.head_dim : r);
     const T* wr = static_cast<const T*>(is_v ? a.wv : a.wk) + row * a.hidden;
     float acc[kMaxRing + 1];
 #pragma unroll
@@ -544,8 +544,8 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
         }
       }
     }
-    const float b = LoadAsFloat(is_v ? a.bv : a.bk, is_v ? a.bv_kind : a.bk_kind,
-                                row, 0.f);
+    const float b =
+        LoadAsFloat(is_v ? a.bv : a.bk, is_v ? a.bv_kind : a.bk_kind, row, 0.f);
     float* cache = is_v ? a.v_cache : a.k_cache;
     const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
 #pragma unroll
@@ -593,7 +593,7 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
   if (threadIdx.x == 0) a.pending[slot * a.kv_heads + g] = active ? 0 : 1;
   if (g == 0 && threadIdx.x == 0) a.ring_pos[slot] = a.step[0];
   // Block g copies its share of the token's input into the ring.
-  const int64_t share = CeilDiv(a.hidden, a.kv_heads);
+  const int64_t share = (a.hidden + a.kv_heads - 1) / a.kv_heads;
   const int64_t end = min(a.hidden, (g + 1) * share);
   for (int64_t i = g * share + threadIdx.x; i < end; i += blockDim.x) {
     a.ring_x[slot * a.hidden + i] = a.h[i];
@@ -625,8 +625,8 @@ absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
                       Tensor* ids) {
   const int64_t rows = scores.dim(0), n = scores.dim(1);
   if (k <= 0 || k > n || ids->dim(0) != rows || ids->dim(1) != k) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TopK: k ", k, " of ", n, " into ", ids->DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TopK: k ", k, " of ", n, " into ", ids->DebugString()));
   }
   const int64_t smem = n * 4;
   const bool staged = smem <= ctx.info().shared_memory_per_block_optin - 4096;
@@ -680,10 +680,9 @@ int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
   return rows * SplitsFor(ctx.sm_count(), rows, k, out) * out;
 }
 
-absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x,
-                         const Tensor& w_t, const Tensor& bias,
-                         const int32_t* ids, int64_t k, float* scratch,
-                         Tensor* y) {
+absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
+                         const Tensor& bias, const int32_t* ids, int64_t k,
+                         float* scratch, Tensor* y) {
   const int64_t rows = x.dim(0), out = w_t.dim(1);
   const int splits = SplitsFor(ctx.sm_count(), rows, k, out);
   const bool vec = Vec8(w_t, out) && IsAligned(scratch, 16);
@@ -702,10 +701,9 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x,
   });
   if (!status.ok()) return status;
   LaunchKernel(ctx.programmatic_launch(), ReduceSplitsKernel,
-               dim3(static_cast<unsigned>(CeilDiv(rows * out, 256))),
-               dim3(256), 0, ctx.stream(), static_cast<const float*>(scratch),
-               splits, out, static_cast<int>(rows),
-               bias.empty() ? nullptr : bias.raw_data(),
+               dim3(static_cast<unsigned>(CeilDiv(rows * out, 256))), dim3(256),
+               0, ctx.stream(), static_cast<const float*>(scratch), splits, out,
+               static_cast<int>(rows), bias.empty() ? nullptr : bias.raw_data(),
                bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
                y->data<float>());
   return LastLaunchStatus("ReduceSplitsKernel");
@@ -716,8 +714,8 @@ absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                                const int32_t* ids, int64_t k,
                                int64_t unit_width, Tensor* y) {
   const int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
-  const bool vec = unit_width % 8 == 0 && Vec8(w, in) &&
-                   IsAligned(x.raw_data(), 16);
+  const bool vec =
+      unit_width % 8 == 0 && Vec8(w, in) && IsAligned(x.raw_data(), 16);
   return ByWeightType(w.dtype(), [&](auto t) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(CeilDiv(out, 8)),
@@ -747,8 +745,7 @@ absl::Status GatherColumnsCopy(DeviceContext& ctx, const Tensor& x,
   return LastLaunchStatus("GatherColumnsCopyKernel");
 }
 
-absl::Status TransposeMatrix(DeviceContext& ctx, const Tensor& w,
-                             Tensor* w_t) {
+absl::Status TransposeMatrix(DeviceContext& ctx, const Tensor& w, Tensor* w_t) {
   const int64_t rows = w.dim(0), cols = w.dim(1);
   const dim3 grid(static_cast<unsigned>(CeilDiv(cols, 32)),
                   static_cast<unsigned>(CeilDiv(rows, 32)));
@@ -793,15 +790,15 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   const bool vec = Vec8(*d.wk, d.hidden) && IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
-  const dim3 grid(static_cast<unsigned>(d.num_kv_heads),
-                  static_cast<unsigned>(
-                      CeilDiv(2 * d.head_dim, kLazyRowsPerBlock)));
+  const dim3 grid(
+      static_cast<unsigned>(d.num_kv_heads),
+      static_cast<unsigned>(CeilDiv(2 * d.head_dim, kLazyRowsPerBlock)));
   absl::Status status = ByWeightType(d.wk->dtype(), [&](auto t) {
     using T = decltype(t);
-    LaunchKernel(ctx.programmatic_launch(),
-                 vec ? LazyKvComputeKernel<T, true>
-                     : LazyKvComputeKernel<T, false>,
-                 grid, dim3(256), 0, ctx.stream(), a);
+    LaunchKernel(
+        ctx.programmatic_launch(),
+        vec ? LazyKvComputeKernel<T, true> : LazyKvComputeKernel<T, false>,
+        grid, dim3(256), 0, ctx.stream(), a);
     return LastLaunchStatus("LazyKvComputeKernel");
   });
   if (!status.ok()) return status;

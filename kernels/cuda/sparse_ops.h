@@ -37,10 +37,9 @@ int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
                                  int64_t k, int64_t out);
 // y[r, :] = sum_j x[r, j] w_t[ids[r, j], :] + bias (ids null: unit j).
 // Split over the kept rows (partials in `scratch`), then a reduction.
-absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x,
-                         const Tensor& w_t, const Tensor& bias,
-                         const int32_t* ids, int64_t k, float* scratch,
-                         Tensor* y);
+absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
+                         const Tensor& bias, const int32_t* ids, int64_t k,
+                         float* scratch, Tensor* y);
 // y[r, o] = sum_j x[r, j*uw..] . w[o, ids[r, j]*uw..] + bias[o].
 absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                                const Tensor& w, const Tensor& bias,
@@ -54,7 +53,7 @@ absl::Status GatherColumnsCopy(DeviceContext& ctx, const Tensor& x,
 absl::Status TransposeMatrix(DeviceContext& ctx, const Tensor& w, Tensor* w_t);
 
 struct DeviceLazyKvArgs {
-  const float* h = nullptr;         // [hidden] or null (flush only)
+  const float* h = nullptr;           // [hidden] or null (flush only)
   const int32_t* head_ids = nullptr;  // [k] query heads (null when flushing)
   int64_t k = 0;
   const int32_t* step = nullptr;  // device {position, slot, flush}
