@@ -15,7 +15,7 @@ constexpr int kNoActivation = -1;
 
 __device__ __forceinline__ uint4 LoadNoAlloc(const void* p) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
@@ -178,6 +178,7 @@ absl::Status DispatchActivation(DeviceContext& ctx, bool vec, bool activate,
 // ---- Gather transposed GEMV (kept rows of W^T) ----------------------------
 
 constexpr int kTThreads = 128;  // x 8 columns per thread
+constexpr int kMaxSplitRows = 256;
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kTThreads)
@@ -192,6 +193,35 @@ __global__ void __launch_bounds__(kTThreads)
   const float* xr = x + static_cast<int64_t>(r) * k;
   const int32_t* ir = ids ? ids + static_cast<int64_t>(r) * k : nullptr;
   float* pr = partial + (static_cast<int64_t>(r) * splits + s) * out;
+  // The split's ids and activations once per block, so the unrolled weight
+  // loads do not wait on a dependent id load each.
+  __shared__ int32_t s_ids[kMaxSplitRows];
+  __shared__ float s_x[kMaxSplitRows];
+  if (j1 - j0 <= kMaxSplitRows) {
+    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
+      s_ids[j - j0] = ir ? ir[j] : j;
+      s_x[j - j0] = xr[j];
+    }
+    __syncthreads();
+    if constexpr (kVec) {
+      const int64_t c0 =
+          (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
+      if (c0 >= out) return;
+      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 8
+      for (int j = 0; j < j1 - j0; ++j) {
+        float wv[8];
+        Load8(wt + static_cast<int64_t>(s_ids[j]) * out + c0, wv);
+        const float a = s_x[j];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
+      }
+      float4* dst = reinterpret_cast<float4*>(pr + c0);
+      dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+      return;
+    }
+  }
   if constexpr (kVec) {
     const int64_t c0 =
         (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
@@ -237,7 +267,7 @@ __global__ void ReduceSplitsKernel(const float* __restrict__ partial,
 
 int SplitsFor(int sm_count, int64_t rows, int64_t k, int64_t out) {
   const int64_t col_blocks = CeilDiv(CeilDiv(out, 8), kTThreads);
-  const int64_t target = 4 * static_cast<int64_t>(sm_count);
+  const int64_t target = 8 * static_cast<int64_t>(sm_count);
   const int64_t splits = CeilDiv(target, col_blocks * rows);
   return static_cast<int>(
       std::max<int64_t>(1, std::min(splits, std::max<int64_t>(1, k / 4))));
@@ -348,10 +378,25 @@ __global__ void __launch_bounds__(kTopKThreads)
       const int i = base + tid;
       const uint32_t key = i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
       const bool in = i < n && (key & mask) == prefix;
-      const int bin = in ? static_cast<int>((key >> shift) & 255u) : -1;
-      // Lanes with the same bin add once (scores often share a top byte).
-      const unsigned peers = __match_any_sync(0xffffffffu, bin);
-      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+      const int bin = static_cast<int>((key >> shift) & 255u);
+      // A warp's keys share few bins (the top byte is sign + exponent):
+      // count one bin per round by ballot; many distinct bins fall back to
+      // __match_any_sync (slow when used for every element).
+      unsigned todo = __ballot_sync(0xffffffffu, in);
+      for (int round = 0; todo != 0u && round < 4; ++round) {
+        const int leader = __ffs(todo) - 1;
+        const int lb = __shfl_sync(0xffffffffu, bin, leader);
+        const unsigned same = __ballot_sync(0xffffffffu, in && bin == lb);
+        if (lane == leader) atomicAdd(&hist[lb], __popc(same));
+        todo &= ~same;
+      }
+      if (todo != 0u) {
+        const bool mine = (todo >> lane) & 1u;
+        const unsigned peers = __match_any_sync(0xffffffffu, mine ? bin : -1);
+        if (mine && lane == __ffs(peers) - 1) {
+          atomicAdd(&hist[bin], __popc(peers));
+        }
+      }
     }
     __syncthreads();
     if (tid < 32) {
