@@ -32,7 +32,8 @@
 #    JSON line each in $OUT/dejavu_bench.jsonl. DS_CUDA_DEJAVU_METHOD=dejavu
 #    (with DS_CUDA_FULL_BUILD=1) times the registry's `dejavu` method instead.
 #    DS_CUDA_DEJAVU_E2E=0 skips the end-to-end runs, DS_CUDA_DEJAVU_MODELS
-#    overrides the model list ("opt-66b" by default).
+#    overrides the model list ("opt-66b:10" by default; model:N keeps the
+#    last N MLP layers dense, e.g. "llama-2-7b:5").
 # Quick knobs: DS_CUDA_SKIP_PTXAS=1 skips the register report (it recompiles
 # gemv.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
 # DS_CUDA_CTEST_ARGS adds ctest arguments (e.g. "-E ModelSized"),
@@ -326,10 +327,15 @@ PY
     [[ -x "$build/experiments/cli/dynsparse" ]] && [[ "${DS_CUDA_DEJAVU_METHOD:-}" == dejavu ]] &&
       mbench="$build/experiments/cli/dynsparse bench"
     method="${DS_CUDA_DEJAVU_METHOD:-dejavu-timing}"
-    dargs="--method $method --method-arg mlp_keep=0.1 --method-arg dense_last_mlp=10 \
---method-arg head_keep=0.5 --method-arg dense_first_heads=5 --method-arg predictors=random:1000"
     : >"$OUT/dejavu_bench.jsonl"
-    for model in ${DS_CUDA_DEJAVU_MODELS:-opt-66b}; do
+    # model:N keeps the last N MLP layers dense (15% of the layers).
+    for spec in ${DS_CUDA_DEJAVU_MODELS:-opt-66b:10}; do
+      model="${spec%%:*}"
+      last="${spec#*:}"
+      [[ "$last" == "$spec" ]] && last=10
+      dargs="--method $method --method-arg mlp_keep=0.1 --method-arg dense_last_mlp=$last"
+      dargs+=" --method-arg head_keep=0.5 --method-arg dense_first_heads=5"
+      dargs+=" --method-arg predictors=random:1000"
       common="--model random:$model --device cuda --dtype f16 --prompt 128 --new 64 --repeats 2"
       for extra in "" "$dargs"; do
         echo "== $mbench $common $extra" >>"$OUT/dejavu.log"
