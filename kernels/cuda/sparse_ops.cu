@@ -13,11 +13,13 @@ namespace {
 
 constexpr int kNoActivation = -1;
 
+// volatile: the loads sit under bounds checks, and a non-volatile asm counts
+// as pure, so the compiler could hoist it past them.
 __device__ __forceinline__ uint4 LoadNoAlloc(const void* p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
   return v;
 }
 
