@@ -180,70 +180,19 @@ absl::Status DispatchActivation(DeviceContext& ctx, bool vec, bool activate,
 // ---- Gather transposed GEMV (kept rows of W^T) ----------------------------
 
 constexpr int kTThreads = 128;  // x 8 columns per thread
-constexpr int kMaxSplitRows = 256;
-
-constexpr int kEarlyRows = 4;  // Weight rows loaded before the PDL wait.
-
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kTThreads)
     GatherGemvTPartialKernel(const float* __restrict__ x,
                              const T* __restrict__ wt, int64_t out,
                              const int32_t* __restrict__ ids, int k, int splits,
                              float* __restrict__ partial) {
+  PdlWait();
   const int r = blockIdx.z, s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int j1 = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits);
   const float* xr = x + static_cast<int64_t>(r) * k;
   const int32_t* ir = ids ? ids + static_cast<int64_t>(r) * k : nullptr;
   float* pr = partial + (static_cast<int64_t>(r) * splits + s) * out;
-  if (kVec && j1 - j0 <= kMaxSplitRows) {
-    // The ids come from an earlier op than the kernel this one waits on
-    // (the up projection), and weights are never written in a step: stage
-    // the ids and issue the first weight loads before the wait, so they
-    // overlap the previous kernel's tail; x (its output) only after it.
-    __shared__ int32_t s_ids[kMaxSplitRows];
-    __shared__ float s_x[kMaxSplitRows];
-    const int n = j1 - j0;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      s_ids[j] = ir ? ir[j0 + j] : j0 + j;
-    }
-    __syncthreads();
-    const int64_t c0 =
-        (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
-    const bool valid = c0 < out;
-    float early[kEarlyRows][8];
-#pragma unroll
-    for (int p = 0; p < kEarlyRows; ++p) {
-      if (valid && p < n) {
-        Load8(wt + static_cast<int64_t>(s_ids[p]) * out + c0, early[p]);
-      }
-    }
-    PdlWait();
-    for (int j = threadIdx.x; j < n; j += blockDim.x) s_x[j] = xr[j0 + j];
-    __syncthreads();
-    if (!valid) return;
-    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int p = 0; p < kEarlyRows; ++p) {
-      if (p < n) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = fmaf(s_x[p], early[p][e], acc[e]);
-      }
-    }
-#pragma unroll 8
-    for (int j = kEarlyRows; j < n; ++j) {
-      float wv[8];
-      Load8(wt + static_cast<int64_t>(s_ids[j]) * out + c0, wv);
-      const float a = s_x[j];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
-    }
-    float4* dst = reinterpret_cast<float4*>(pr + c0);
-    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-    return;
-  }
-  PdlWait();
   if constexpr (kVec) {
     const int64_t c0 =
         (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
@@ -274,35 +223,22 @@ __global__ void __launch_bounds__(kTThreads)
   }
 }
 
-// y = sum of the split partials + bias: a (32 columns x 8 split groups)
-// block, so each thread has only splits / 8 loads in flight.
-__global__ void __launch_bounds__(256)
-    ReduceSplitsKernel(const float* __restrict__ partial, int splits,
-                       int64_t out, int rows, const void* bias, FloatKind bk,
-                       float* __restrict__ y) {
+__global__ void ReduceSplitsKernel(const float* __restrict__ partial,
+                                   int splits, int64_t out, int rows,
+                                   const void* bias, FloatKind bk,
+                                   float* __restrict__ y) {
   PdlWait();
-  __shared__ float sums[8][33];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
-  const int r = blockIdx.y;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= out * rows) return;
+  const int64_t r = i / out, c = i - r * out;
   float sum = 0.f;
-  if (c < out) {
-#pragma unroll 4
-    for (int sp = threadIdx.y; sp < splits; sp += 8) {
-      sum += partial[(static_cast<int64_t>(r) * splits + sp) * out + c];
-    }
-  }
-  sums[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= out) return;
-  float total = 0.f;
-#pragma unroll
-  for (int g = 0; g < 8; ++g) total += sums[g][threadIdx.x];
-  y[static_cast<int64_t>(r) * out + c] = total + LoadAsFloat(bias, bk, c, 0.f);
+  for (int s = 0; s < splits; ++s) sum += partial[(r * splits + s) * out + c];
+  y[i] = sum + LoadAsFloat(bias, bk, c, 0.f);
 }
 
 int SplitsFor(int sm_count, int64_t rows, int64_t k, int64_t out) {
   const int64_t col_blocks = CeilDiv(CeilDiv(out, 8), kTThreads);
-  const int64_t target = 8 * static_cast<int64_t>(sm_count);
+  const int64_t target = 4 * static_cast<int64_t>(sm_count);
   const int64_t splits = CeilDiv(target, col_blocks * rows);
   return static_cast<int>(
       std::max<int64_t>(1, std::min(splits, std::max<int64_t>(1, k / 4))));

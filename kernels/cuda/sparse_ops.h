@@ -36,10 +36,7 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
 int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
                                  int64_t k, int64_t out);
 // y[r, :] = sum_j x[r, j] w_t[ids[r, j], :] + bias (ids null: unit j).
-// Split over the kept rows (partials in `scratch`), then a reduction. With
-// programmatic launch it reads `ids` and its first weight rows before
-// waiting on the previous kernel: ids must not come from the kernel launched
-// just before (SparseBlocks computes them two launches earlier).
+// Split over the kept rows (partials in `scratch`), then a reduction.
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
                          float* scratch, Tensor* y);
