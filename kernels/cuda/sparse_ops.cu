@@ -349,25 +349,12 @@ __global__ void __launch_bounds__(kTopKThreads)
       const int i = base + tid;
       const uint32_t key = i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
       const bool in = i < n && (key & mask) == prefix;
-      const int bin = static_cast<int>((key >> shift) & 255u);
-      // A warp's keys share few bins (the top byte is sign + exponent):
-      // count one bin per round by ballot; many distinct bins fall back to
-      // __match_any_sync (slow when used for every element).
-      unsigned todo = __ballot_sync(0xffffffffu, in);
-      for (int round = 0; todo != 0u && round < 4; ++round) {
-        const int leader = __ffs(todo) - 1;
-        const int lb = __shfl_sync(0xffffffffu, bin, leader);
-        const unsigned same = __ballot_sync(0xffffffffu, in && bin == lb);
-        if (lane == leader) atomicAdd(&hist[lb], __popc(same));
-        todo &= ~same;
-      }
-      if (todo != 0u) {
-        const bool mine = (todo >> lane) & 1u;
-        const unsigned peers = __match_any_sync(0xffffffffu, mine ? bin : -1);
-        if (mine && lane == __ffs(peers) - 1) {
-          atomicAdd(&hist[bin], __popc(peers));
-        }
-      }
+      const int bin = in ? static_cast<int>((key >> shift) & 255u) : -1;
+      // Lanes with the same bin add once (scores often share a top byte).
+      // A ballot-per-bin variant measured slower on the H200 (86 vs 57 us
+      // for 36864 scores, results/dejavu_speed).
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
     }
     __syncthreads();
     if (tid < 32) {
