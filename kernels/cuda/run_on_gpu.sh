@@ -324,8 +324,9 @@ PY
   if [[ "${DS_CUDA_DEJAVU_E2E:-1}" == 1 ]]; then
     mbench="$build/dynsparse-bench"
     [[ -x "$mbench" ]] || mbench="$build/experiments/bench/dynsparse-bench"
-    [[ -x "$build/experiments/cli/dynsparse" ]] && [[ "${DS_CUDA_DEJAVU_METHOD:-}" == dejavu ]] &&
-      mbench="$build/experiments/cli/dynsparse bench"
+    # The registry's `dejavu` needs the full build's CLI (DS_CUDA_FULL_BUILD=1).
+    [[ -x "$build/dynsparse" ]] && [[ "${DS_CUDA_DEJAVU_METHOD:-}" == dejavu ]] &&
+      mbench="$build/dynsparse bench"
     method="${DS_CUDA_DEJAVU_METHOD:-dejavu-timing}"
     : >"$OUT/dejavu_bench.jsonl"
     # model:N keeps the last N MLP layers dense (15% of the layers).
