@@ -390,8 +390,18 @@ void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
   Check(EmbedRows(*ctx_, table, d_ids, out), "Embed");
 }
 
+void CudaBackend::CheckNotTransposedInPlace(const Tensor& w,
+                                            const char* op) const {
+  DS_CHECK(transposed_in_place_.empty() ||
+           transposed_in_place_.count(w.raw_data()) == 0)
+      << op << ": this weight was transposed in place for sparse execution "
+      << "(no room for a copy); dense use of it in this process would be "
+      << "wrong — run dense jobs in a separate process";
+}
+
 void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
                          Tensor* y) {
+  CheckNotTransposedInPlace(w, "Linear");
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w), bias), *y);
   if (!Op(sig)) return;
@@ -581,6 +591,7 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
                            const Tensor& b_gate, Activation activation,
                            const Tensor& w_down, const Tensor& b_down,
                            Tensor* up, Tensor* gate, Tensor* y) {
+  CheckNotTransposedInPlace(w_down, "GatedMlp");
   // Fused when up/gate can run as one GEMV (as in LinearGroup) and the down
   // GEMV can take the product in its load (gemv.h GatedGemvSupported).
   const Tensor* ws[] = {&w_up, &w_gate};
@@ -918,6 +929,7 @@ Tensor CudaBackend::Transpose(const Tensor& w) {
   Tensor out = w.Reshape({w.dim(1), w.dim(0)});
   Check(TransposeMatrix(*ctx_, *t, &out), "Transpose");
   Check(ctx_->Synchronize(), "Transpose");
+  transposed_in_place_.insert(w.raw_data());
   return out;
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,6 +147,10 @@ class CudaBackend : public Backend {
   Tensor Transpose(const Tensor& w) override;
 
  private:
+  // Dense ops must never read a weight Transpose rewrote in place (another
+  // session or job of this process would get silently wrong numbers).
+  void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
+
   enum class Mode { kEager, kCapture, kReplay };
   struct Staged {
     const int32_t* host = nullptr;
@@ -214,6 +219,7 @@ class CudaBackend : public Backend {
   cudaEvent_t step_start_ = nullptr;
   cudaEvent_t step_end_ = nullptr;
   double last_step_ms_ = -1.0;
+  std::set<const void*> transposed_in_place_;  // Storage of such weights.
 };
 
 }  // namespace dynsparse::cuda
