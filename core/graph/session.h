@@ -13,6 +13,7 @@
 #include "core/graph/method.h"
 #include "core/graph/rope.h"
 #include "core/graph/token_state.h"
+#include "core/graph/sparse_blocks.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 
@@ -92,6 +93,7 @@ class Session {
   std::unique_ptr<TokenState> tokens_;
   absl::Span<const int32_t> live_keys_;
   Tensor last_query_;
+  SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
 };
 
 }  // namespace dynsparse

@@ -1,12 +1,14 @@
 // dynsparse_bench: `dynsparse bench` as its own binary for the standalone
 // GPU build (kernels/cuda/standalone), which has no method registry: the
-// dense method (every unit of every row) and lazyllm (its sources need only
+// dense method (every unit of every row), the bench-only dejavu-timing
+// method (lowrank_predictor_method.h) and lazyllm (its sources need only
 // core/graph) are available there.
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "experiments/bench/bench_cli.h"
+#include "experiments/bench/lowrank_predictor_method.h"
 #include "methods/lazyllm/lazyllm.h"
 
 namespace {
@@ -40,12 +42,15 @@ int main(int argc, char** argv) {
           }
           return method;
         }
+        if (name == "dejavu-timing") {
+          return dynsparse::LowRankPredictorMethod::Create(a);
+        }
         if (name != "dense" || !a.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--method ", name,
-              ": this standalone binary has only 'dense' and 'lazyllm' (use "
-              "dynsparse "
-              "bench for the registry)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("--method ", name,
+                           ": this standalone binary has only 'dense', "
+                           "'dejavu-timing' and 'lazyllm' (use dynsparse "
+                           "bench for the registry)"));
         }
         return std::make_unique<Dense>();
       });
