@@ -34,13 +34,15 @@ struct CalibrateRequest {
   CalibrationOptions calibration;
   bool train = false;
   bool reuse_data = false;
+  bool discard_data = false;  // Remove OUT/calibration after training.
   TrainAllOptions training;
   std::string out;
 };
 
 absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
                                          std::ostream& log, bool terminal) {
-  if (request.out.empty()) return absl::InvalidArgumentError("--out is required");
+  if (request.out.empty())
+    return absl::InvalidArgumentError("--out is required");
   if (request.tokens < 2) {
     return absl::InvalidArgumentError("--tokens must be >= 2");
   }
@@ -85,26 +87,26 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
             (config.num_heads + 7) / 8);
     ASSIGN_OR_RETURN(
         out["calibration"],
-        RecordCalibration(config, opened.model.weights, *opened.backend, ids,
-                          options, request.out,
-                          [&](int64_t done, int64_t total) {
-                            if (terminal) {
-                              log << absl::StrFormat(
-                                         "\rcalibrate: %d/%d tokens", done,
-                                         total)
-                                  << std::flush;
-                            }
-                          }));
+        RecordCalibration(
+            config, opened.model.weights, *opened.backend, ids, options,
+            request.out, [&](int64_t done, int64_t total) {
+              if (terminal) {
+                log << absl::StrFormat("\rcalibrate: %d/%d tokens", done, total)
+                    << std::flush;
+              }
+            }));
     if (terminal) log << "\n";
   }
   if (request.train) {
-    ASSIGN_OR_RETURN(
-        const nlohmann::json predictors,
-        TrainAllPredictors(request.out, config, request.training,
-                           [&](const std::string& line) {
-                             log << "train: " << line << "\n";
-                           }));
+    ASSIGN_OR_RETURN(const nlohmann::json predictors,
+                     TrainAllPredictors(request.out, config, request.training,
+                                        [&](const std::string& line) {
+                                          log << "train: " << line << "\n";
+                                        }));
     out["predictors"] = predictors;
+    if (request.discard_data) {
+      std::filesystem::remove_all(JoinPath(request.out, kCalibrationDir), ec);
+    }
     for (const auto& layer : predictors["layers"]) {
       log << absl::StrFormat(
           "train: layer %d: mlp recall@%d %.4f (K95 %d, K99 %d), heads "
@@ -141,6 +143,8 @@ std::vector<FlagSpec> CalibrateFlagSpecs() {
            "train the predictors (OUT/predictors.{safetensors,json})"},
           {"reuse-data", FlagKind::kSwitch,
            "keep OUT/calibration when it matches the model (retrain only)"},
+          {"discard-data", FlagKind::kSwitch,
+           "remove OUT/calibration once the predictors are trained"},
           {"mlp-label", FlagKind::kValue,
            "auto (ReLU: > 0, else top fraction) | positive | top", "auto"},
           {"mlp-label-fraction", FlagKind::kValue,
@@ -171,6 +175,10 @@ absl::StatusOr<CalibrateRequest> RequestFrom(const ParsedFlags& flags) {
   r.out = flags.Get("out");
   r.train = flags.Has("train");
   r.reuse_data = flags.Has("reuse-data");
+  r.discard_data = flags.Has("discard-data");
+  if (r.discard_data && !r.train) {
+    return absl::InvalidArgumentError("--discard-data needs --train");
+  }
   const std::string label = flags.Get("mlp-label");
   if (label == "auto") {
     r.calibration.mlp_label = MlpLabel::kAuto;
@@ -179,15 +187,15 @@ absl::StatusOr<CalibrateRequest> RequestFrom(const ParsedFlags& flags) {
   } else if (label == "top") {
     r.calibration.mlp_label = MlpLabel::kTop;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--mlp-label '", label, "' (valid: auto, positive, top)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mlp-label '", label, "' (valid: auto, positive, top)"));
   }
   ASSIGN_OR_RETURN(r.calibration.mlp_label_fraction,
                    flags.GetDouble("mlp-label-fraction"));
   ASSIGN_OR_RETURN(r.calibration.head_label_fraction,
                    flags.GetDouble("head-label-fraction"));
-  for (double f : {r.calibration.mlp_label_fraction,
-                   r.calibration.head_label_fraction}) {
+  for (double f :
+       {r.calibration.mlp_label_fraction, r.calibration.head_label_fraction}) {
     if (!(f > 0.0 && f <= 1.0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("label fraction ", f, " is outside (0, 1]"));
@@ -232,6 +240,9 @@ absl::Status PrepareDejavuJob(const Job& job, std::ostream& log) {
   request.training.heads.rank = options.head_rank;
   request.train = true;
   request.reuse_data = true;
+  // The folder usually lives under results/: keep the predictors (MBs), not
+  // the calibration data (GBs for a 7B model).
+  request.discard_data = true;
   request.out = options.predictors;
   log << "dynsparse run: " << options.predictors
       << " has no predictors yet: calibrating and training them\n";

@@ -43,16 +43,15 @@ absl::StatusOr<nlohmann::json> Profile(const ParsedFlags& flags) {
   const bool terminal = isatty(STDERR_FILENO);
   ASSIGN_OR_RETURN(
       nlohmann::json report,
-      ProfilePredictors(config, opened.model.weights, *opened.backend,
-                        predictors, ids, options,
-                        [&](int64_t done, int64_t total) {
-                          if (terminal) {
-                            std::cerr << absl::StrFormat(
-                                             "\rprofile: %d/%d tokens", done,
-                                             total)
-                                      << std::flush;
-                          }
-                        }));
+      ProfilePredictors(
+          config, opened.model.weights, *opened.backend, predictors, ids,
+          options, [&](int64_t done, int64_t total) {
+            if (terminal) {
+              std::cerr << absl::StrFormat("\rprofile: %d/%d tokens", done,
+                                           total)
+                        << std::flush;
+            }
+          }));
   if (terminal) std::cerr << "\n";
   report["model"] = spec.path;
   report["predictors"] = flags.Get("predictors");
@@ -77,8 +76,7 @@ int RunProfile(const CommandArgs& args) {
           {"tokens", FlagKind::kValue, "tokens to profile (at most)", "16384"},
           {"context", FlagKind::kValue, "tokens per window", "512"},
           {"mlp-label-fraction", FlagKind::kValue,
-           "gated MLPs: top fraction of |act(gate)*up| counted active",
-           "0.25"},
+           "gated MLPs: top fraction of |act(gate)*up| counted active", "0.25"},
           {"head-label-fraction", FlagKind::kValue,
            "top fraction of heads (by output norm) counted active", "0.5"},
           {"threads", FlagKind::kValue, "CPU threads (0 = all cores)", "0"},
@@ -110,8 +108,7 @@ int RunProfile(const CommandArgs& args) {
   for (const auto& l : (*report)["layers"]) {
     std::string mlp_recall, head_recall;
     for (const auto& at : l["mlp"]["at_keep"]) {
-      absl::StrAppendFormat(&mlp_recall, "%.3f@%g ",
-                            at["recall"].get<double>(),
+      absl::StrAppendFormat(&mlp_recall, "%.3f@%g ", at["recall"].get<double>(),
                             at["keep"].get<double>());
     }
     for (const auto& at : l["heads"]["at_keep"]) {

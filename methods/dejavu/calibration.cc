@@ -41,8 +41,8 @@ class Recorder : public Method {
            const std::string& dir)
       : config_(config),
         positive_(UsesPositiveMlpLabel(config, options.mlp_label)),
-        mlp_k_(LabelCount(options.mlp_label_fraction,
-                          config.intermediate_size)),
+        mlp_k_(
+            LabelCount(options.mlp_label_fraction, config.intermediate_size)),
         head_k_(LabelCount(options.head_label_fraction, config.num_heads)) {
     for (int64_t l = 0; l < config.num_layers; ++l) {
       for (bool heads : {false, true}) {
@@ -68,7 +68,8 @@ class Recorder : public Method {
   absl::Status Close() {
     for (size_t i = 0; i < files_.size(); ++i) {
       if (std::fclose(files_[i].release()) != 0 && status_.ok()) {
-        status_ = absl::InternalError(absl::StrCat(paths_[i], ": close failed"));
+        status_ =
+            absl::InternalError(absl::StrCat(paths_[i], ": close failed"));
       }
     }
     return status_;
@@ -104,7 +105,8 @@ class Recorder : public Method {
       const float* row = context.data<float>() + r * units * hd;
       for (int64_t h = 0; h < units; ++h) {
         double sum = 0.0;
-        for (int64_t j = 0; j < hd; ++j) sum += double(row[h * hd + j]) * row[h * hd + j];
+        for (int64_t j = 0; j < hd; ++j)
+          sum += double(row[h * hd + j]) * row[h * hd + j];
         norms[h] = static_cast<float>(std::sqrt(sum));
       }
       TopKBits(norms.data(), units, head_k_, &order_,
@@ -173,11 +175,11 @@ std::string MlpLabelText(const ModelConfig& config,
   if (UsesPositiveMlpLabel(config, options.mlp_label)) {
     return "activation > 0 (ReLU non-zeros)";
   }
-  return absl::StrFormat("top %d of %d (fraction %g) by |%s|",
-                         LabelCount(options.mlp_label_fraction,
-                                    config.intermediate_size),
-                         config.intermediate_size, options.mlp_label_fraction,
-                         config.gated_mlp ? "act(gate) * up" : "activation");
+  return absl::StrFormat(
+      "top %d of %d (fraction %g) by |%s|",
+      LabelCount(options.mlp_label_fraction, config.intermediate_size),
+      config.intermediate_size, options.mlp_label_fraction,
+      config.gated_mlp ? "act(gate) * up" : "activation");
 }
 
 std::string HeadLabelText(const CalibrationOptions& options) {
@@ -219,9 +221,9 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
     if (window.size() < 2) break;
     session.Reset();
     // Logits of the last row only: the recorder sees every row anyway.
-    ASSIGN_OR_RETURN(Tensor logits, session.Forward(
-                                        window, static_cast<int64_t>(
-                                                    window.size() - 1)));
+    ASSIGN_OR_RETURN(
+        Tensor logits,
+        session.Forward(window, static_cast<int64_t>(window.size() - 1)));
     RETURN_IF_ERROR(recorder.status());
     tokens += static_cast<int64_t>(window.size());
     ++windows;
@@ -250,8 +252,7 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
       {"mlp_label", MlpLabelText(config, options)},
       {"head_label", HeadLabelText(options)},
       {"bytes_per_token_per_layer",
-       2 * config.hidden_size * 2 +
-           BitmapRowBytes(config.intermediate_size) +
+       2 * config.hidden_size * 2 + BitmapRowBytes(config.intermediate_size) +
            BitmapRowBytes(config.num_heads)},
   };
   RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, kCalibrationJson),
@@ -265,8 +266,8 @@ absl::StatusOr<CalibrationData> OpenCalibration(const std::string& root,
   data.dir = JoinPath(root, kCalibrationDir);
   const std::string path = JoinPath(data.dir, kCalibrationJson);
   if (!IsRegularFile(path)) {
-    return absl::NotFoundError(absl::StrCat(
-        path, ": missing (record it with `dynsparse calibrate`)"));
+    return absl::NotFoundError(
+        absl::StrCat(path, ": missing (record it with `dynsparse calibrate`)"));
   }
   ASSIGN_OR_RETURN(const std::string text, ReadSmallFile(path, 1 << 20));
   ASSIGN_OR_RETURN(data.meta, ParseJson(text, path));
@@ -280,12 +281,13 @@ absl::StatusOr<CalibrationData> OpenCalibration(const std::string& root,
     return f.Error("format", absl::StrCat("'", format, "', expected '",
                                           kCalibrationFormat, "'"));
   }
-  ASSIGN_OR_RETURN(const std::string fingerprint, f.String("model_fingerprint"));
+  ASSIGN_OR_RETURN(const std::string fingerprint,
+                   f.String("model_fingerprint"));
   if (fingerprint != ModelFingerprint(config)) {
-    return f.Error("model_fingerprint",
-                   absl::StrCat("recorded for '", fingerprint,
-                                "' but the model is '",
-                                ModelFingerprint(config), "'"));
+    return f.Error(
+        "model_fingerprint",
+        absl::StrCat("recorded for '", fingerprint, "' but the model is '",
+                     ModelFingerprint(config), "'"));
   }
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {

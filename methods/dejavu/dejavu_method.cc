@@ -14,8 +14,7 @@ absl::StatusOr<std::unique_ptr<Method>> DejavuMethod::Create(
   return std::make_unique<DejavuMethod>(std::move(options));
 }
 
-absl::Status DejavuMethod::Attach(const ModelConfig& config,
-                                  Backend& backend) {
+absl::Status DejavuMethod::Attach(const ModelConfig& config, Backend& backend) {
   backend_ = &backend;
   num_heads_ = config.num_heads;
   intermediate_ = config.intermediate_size;
@@ -41,10 +40,9 @@ absl::Status DejavuMethod::LoadPredictorWeights(const ModelConfig& config) {
     const uint64_t seed = static_cast<uint64_t>(options_.seed);
     for (int64_t l = 0; l < layers; ++l) {
       if (mlp_kept_[l] > 0) {
-        RETURN_IF_ERROR(upload(RandomPredictorLayer(config, false,
-                                                    options_.random_rank, l,
-                                                    seed),
-                               &mlp_[l]));
+        RETURN_IF_ERROR(upload(
+            RandomPredictorLayer(config, false, options_.random_rank, l, seed),
+            &mlp_[l]));
       }
       if (head_kept_[l] > 0) {
         RETURN_IF_ERROR(upload(
@@ -56,19 +54,19 @@ absl::Status DejavuMethod::LoadPredictorWeights(const ModelConfig& config) {
   }
   ASSIGN_OR_RETURN(PredictorSet set,
                    LoadPredictors(options_.predictors, config));
-  const std::string json = absl::StrCat(options_.predictors, "/",
-                                        kPredictorsJson);
+  const std::string json =
+      absl::StrCat(options_.predictors, "/", kPredictorsJson);
   if (options_.mlp_rank > 0 && options_.mlp_rank != set.mlp_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        json, ": field 'mlp_rank': ", set.mlp_rank,
-        " but the method asks for mlp_rank=", options_.mlp_rank,
-        " (remove the folder to recalibrate, or drop mlp_rank)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(json, ": field 'mlp_rank': ", set.mlp_rank,
+                     " but the method asks for mlp_rank=", options_.mlp_rank,
+                     " (remove the folder to recalibrate, or drop mlp_rank)"));
   }
   if (options_.head_rank > 0 && options_.head_rank != set.head_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        json, ": field 'head_rank': ", set.head_rank,
-        " but the method asks for head_rank=", options_.head_rank,
-        " (remove the folder to recalibrate, or drop head_rank)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(json, ": field 'head_rank': ", set.head_rank,
+                     " but the method asks for head_rank=", options_.head_rank,
+                     " (remove the folder to recalibrate, or drop head_rank)"));
   }
   for (int64_t l = 0; l < layers; ++l) {
     if (mlp_kept_[l] > 0) RETURN_IF_ERROR(upload(set.mlp[l], &mlp_[l]));
@@ -146,8 +144,8 @@ void DejavuMethod::SelectNeurons(const LayerSite& site, const Tensor& x,
   // x is layer l's MLP input: what the head predictor of layer l+1 reads.
   const int64_t next = l + 1;
   if (next < static_cast<int64_t>(head_kept_.size())) {
-    Fill(options_.selector == Selector::kPredictor ? &heads_[next] : nullptr,
-         x, head_kept_[next], num_heads_, &next_heads_);
+    Fill(options_.selector == Selector::kPredictor ? &heads_[next] : nullptr, x,
+         head_kept_[next], num_heads_, &next_heads_);
   }
 }
 

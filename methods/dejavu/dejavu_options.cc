@@ -49,11 +49,11 @@ absl::StatusOr<int64_t> NonNegative(const MethodArgs& args,
 
 const std::vector<std::string>& DejavuParameterNames() {
   static const auto* const kNames = new std::vector<std::string>{
-      "predictors",        "selector",         "mlp_keep",
-      "head_keep",         "mlp_keep_layers",  "head_keep_layers",
-      "dense_first_mlp",   "dense_last_mlp",   "dense_first_heads",
-      "dense_last_heads",  "execution",        "seed",
-      "calib_corpus",      "calib_tokens",     "mlp_rank",
+      "predictors",       "selector",        "mlp_keep",
+      "head_keep",        "mlp_keep_layers", "head_keep_layers",
+      "dense_first_mlp",  "dense_last_mlp",  "dense_first_heads",
+      "dense_last_heads", "execution",       "seed",
+      "calib_corpus",     "calib_tokens",    "mlp_rank",
       "head_rank"};
   return *kNames;
 }
@@ -78,8 +78,9 @@ absl::StatusOr<DejavuOptions> ParseDejavuOptions(const MethodArgs& args) {
   } else if (selector == "random") {
     o.selector = Selector::kRandom;
   } else {
-    return Bad("selector", absl::StrCat("'", selector,
-                                        "' (valid: predictor, oracle, random)"));
+    return Bad(
+        "selector",
+        absl::StrCat("'", selector, "' (valid: predictor, oracle, random)"));
   }
   if (o.selector == Selector::kPredictor && predictors.empty()) {
     return Bad("predictors",

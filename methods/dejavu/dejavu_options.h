@@ -18,7 +18,8 @@ namespace dynsparse {
 enum class Selector { kPredictor, kOracle, kRandom };
 
 struct DejavuOptions {
-  std::string predictors;   // A folder, or "" (then random_rank or no predictor).
+  std::string
+      predictors;  // A folder, or "" (then random_rank or no predictor).
   int64_t random_rank = 0;  // > 0 for predictors=random:D.
   Selector selector = Selector::kPredictor;
   double mlp_keep = 1.0;

@@ -1,8 +1,8 @@
 #include "methods/dejavu/predictor_set.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -40,8 +40,8 @@ absl::StatusOr<Tensor> LoadChecked(const SafetensorsFile& file,
   ASSIGN_OR_RETURN(Tensor t, file.Load(name, DType::kF16));
   if (t.shape() != shape) {
     return absl::InvalidArgumentError(absl::StrCat(
-        file.path(), ": tensor '", name, "': shape ",
-        ShapeToString(t.shape()), ", expected ", ShapeToString(shape)));
+        file.path(), ": tensor '", name, "': shape ", ShapeToString(t.shape()),
+        ", expected ", ShapeToString(shape)));
   }
   // A private copy: the mapping goes away with `file`.
   return t.ConvertTo(DType::kF16);
@@ -112,12 +112,13 @@ absl::StatusOr<PredictorSet> LoadPredictors(const std::string& dir,
     return f.Error("format", absl::StrCat("'", format, "', expected '",
                                           kPredictorsFormat, "'"));
   }
-  ASSIGN_OR_RETURN(const std::string fingerprint, f.String("model_fingerprint"));
+  ASSIGN_OR_RETURN(const std::string fingerprint,
+                   f.String("model_fingerprint"));
   if (fingerprint != ModelFingerprint(config)) {
-    return f.Error("model_fingerprint",
-                   absl::StrCat("trained for '", fingerprint,
-                                "' but the model is '",
-                                ModelFingerprint(config), "'"));
+    return f.Error(
+        "model_fingerprint",
+        absl::StrCat("trained for '", fingerprint, "' but the model is '",
+                     ModelFingerprint(config), "'"));
   }
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {
@@ -185,9 +186,8 @@ absl::Status SavePredictors(const std::string& dir, const ModelConfig& config,
 PredictorWeights RandomPredictorLayer(const ModelConfig& config, bool heads,
                                       int64_t rank, int64_t layer,
                                       uint64_t seed) {
-  const uint64_t stream =
-      SplitMix64(seed * 1000003ull + static_cast<uint64_t>(layer) * 2 +
-                 (heads ? 1 : 0));
+  const uint64_t stream = SplitMix64(
+      seed * 1000003ull + static_cast<uint64_t>(layer) * 2 + (heads ? 1 : 0));
   const int64_t units = heads ? config.num_heads : config.intermediate_size;
   return {RandomMatrix(rank, config.hidden_size, SplitMix64(stream)),
           RandomMatrix(units, rank, SplitMix64(stream + 1))};

@@ -44,8 +44,8 @@ struct PredictorWeights {
 struct PredictorSet {
   int64_t mlp_rank = 0;
   int64_t head_rank = 0;
-  std::vector<PredictorWeights> mlp;    // One per layer.
-  std::vector<PredictorWeights> heads;  // One per layer.
+  std::vector<PredictorWeights> mlp;                   // One per layer.
+  std::vector<PredictorWeights> heads;                 // One per layer.
   nlohmann::json metadata = nlohmann::json::object();  // predictors.json
 };
 

@@ -43,8 +43,8 @@ class Profiler : public Method {
         positive_(UsesPositiveMlpLabel(config, options.labels.mlp_label)),
         mlp_k_(LabelCount(options.labels.mlp_label_fraction,
                           config.intermediate_size)),
-        head_k_(LabelCount(options.labels.head_label_fraction,
-                           config.num_heads)),
+        head_k_(
+            LabelCount(options.labels.head_label_fraction, config.num_heads)),
         mlp_(config.num_layers),
         heads_(config.num_layers) {}
 
@@ -56,7 +56,8 @@ class Profiler : public Method {
   bool observes() const override { return true; }
   void SelectHeads(const LayerSite& site, const Tensor& x,
                    UnitSelection*) override {
-    if (site.layer == 0) heads_[0].pending_logits = Logits(predictors_.heads[0], x);
+    if (site.layer == 0)
+      heads_[0].pending_logits = Logits(predictors_.heads[0], x);
     mlp_[site.layer].pending_logits = Logits(predictors_.mlp[site.layer], x);
   }
   void SelectNeurons(const LayerSite& site, const Tensor& x,
@@ -150,8 +151,7 @@ class Profiler : public Method {
     }
     return {{"units", units},
             {"tokens", s.curve.rows},
-            {"zero_fraction",
-             s.values > 0 ? double(s.zeros) / s.values : 0.0},
+            {"zero_fraction", s.values > 0 ? double(s.zeros) / s.values : 0.0},
             {"units_for_95pct_mass", s.units_95 / rows},
             {"units_for_99pct_mass", s.units_99 / rows},
             {"label_density", s.curve.positives / (rows * units)},
@@ -192,9 +192,9 @@ absl::StatusOr<nlohmann::json> ProfilePredictors(
     window.insert(window.end(), ids.begin() + start, ids.begin() + end);
     if (window.size() < 2) break;
     session.Reset();
-    ASSIGN_OR_RETURN(Tensor logits,
-                     session.Forward(window, static_cast<int64_t>(
-                                                 window.size() - 1)));
+    ASSIGN_OR_RETURN(
+        Tensor logits,
+        session.Forward(window, static_cast<int64_t>(window.size() - 1)));
     if (progress) progress(end, total);
   }
   return nlohmann::json{{"layers", profiler.Report(options)}};

@@ -29,8 +29,10 @@ struct TrainOptions {
   double weight_decay = 0.01;
   int64_t patience = 5;        // Epochs without a better validation recall.
   double val_fraction = 0.05;  // Last tokens held out for validation.
-  double eval_keep = 0.25;     // Early stopping: recall of the top K = keep * units.
-  double stop_recall = 0.999;  // ... or stop once validation recall reaches this.
+  double eval_keep =
+      0.25;  // Early stopping: recall of the top K = keep * units.
+  double stop_recall =
+      0.999;  // ... or stop once validation recall reaches this.
   std::vector<double> report_keeps = {0.5, 0.25, 0.1};
   uint64_t seed = 0;
 };
@@ -67,8 +69,7 @@ absl::StatusOr<TrainResult> TrainPredictor(
 // Validation metrics of `weights` on rows [begin, end) of `samples`.
 nlohmann::json EvaluatePredictor(const PredictorWeights& weights,
                                  const LayerSamples& samples, int64_t begin,
-                                 int64_t end,
-                                 const std::vector<double>& keeps);
+                                 int64_t end, const std::vector<double>& keeps);
 
 }  // namespace dynsparse
 

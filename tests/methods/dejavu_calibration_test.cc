@@ -129,8 +129,7 @@ TEST_F(DejavuCalibrationTest, LabelsMatchTheModelsActivations) {
   int64_t positives = 0;
   for (int64_t r = 0; r < 256; ++r) {
     for (int64_t j = 0; j < units; ++j) {
-      const bool bit =
-          TestBit(mlp->y.data() + r * BitmapRowBytes(units), j);
+      const bool bit = TestBit(mlp->y.data() + r * BitmapRowBytes(units), j);
       ASSERT_EQ(bit, capture.layer3[r * units + j] > 0.0f)
           << "row " << r << " unit " << j;
       positives += bit;
@@ -165,9 +164,9 @@ TEST_F(DejavuCalibrationTest, TrainedPredictorsBeatChanceAndLoad) {
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->mlp_rank, 48);
 
-  auto args = MethodArgs::Parse({absl::StrCat("predictors=", *dir_),
-                                 "mlp_keep=0.25", "head_keep=0.5",
-                                 "execution=masked"});
+  auto args =
+      MethodArgs::Parse({absl::StrCat("predictors=", *dir_), "mlp_keep=0.25",
+                         "head_keep=0.5", "execution=masked"});
   ASSERT_TRUE(args.ok());
   auto method = CreateMethod("dejavu", *args);
   ASSERT_TRUE(method.ok()) << method.status();

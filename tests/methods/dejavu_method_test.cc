@@ -2,6 +2,8 @@
 // selector keeps K distinct in-range units per row at the layers it should;
 // predictor ids are the top-K of the predictor read one sub-block ahead; and
 // predictor folders that do not fit the model fail with the file and field.
+#include "methods/dejavu/dejavu_method.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +15,6 @@
 #include "core/random_weights.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "methods/dejavu/dejavu_method.h"
 #include "methods/dejavu/predictor_set.h"
 #include "methods/dense/dense.h"
 #include "methods/registry.h"
@@ -92,10 +93,10 @@ TEST(DejavuMethodTest, KeepingEverythingEqualsDenseExactly) {
     const std::vector<float> expected = Logits(c, w, dense);
     CpuBackend backend(1);
     for (const char* selector : {"predictor", "oracle", "random"}) {
-      auto method = Attached({absl::StrCat("selector=", selector),
-                              "predictors=random:8", "mlp_keep=1.0",
-                              "head_keep=1.0", "execution=masked"},
-                             c, backend);
+      auto method =
+          Attached({absl::StrCat("selector=", selector), "predictors=random:8",
+                    "mlp_keep=1.0", "head_keep=1.0", "execution=masked"},
+                   c, backend);
       ASSERT_NE(method, nullptr);
       EXPECT_EQ(Logits(c, w, *method), expected) << selector;
     }
@@ -109,10 +110,10 @@ TEST(DejavuMethodTest, SparseSelectionsChangeTheLogits) {
   const std::vector<float> expected = Logits(c, w, dense);
   CpuBackend backend(1);
   for (const char* selector : {"predictor", "oracle", "random"}) {
-    auto method = Attached({absl::StrCat("selector=", selector),
-                            "predictors=random:8", "mlp_keep=0.25",
-                            "head_keep=0.5"},
-                           c, backend);
+    auto method =
+        Attached({absl::StrCat("selector=", selector), "predictors=random:8",
+                  "mlp_keep=0.25", "head_keep=0.5"},
+                 c, backend);
     ASSERT_NE(method, nullptr);
     EXPECT_NE(Logits(c, w, *method), expected) << selector;
   }
@@ -120,8 +121,7 @@ TEST(DejavuMethodTest, SparseSelectionsChangeTheLogits) {
 
 // Rows of a host selection's ids (ids tensor or host indices).
 std::vector<std::vector<int32_t>> Rows(const UnitSelection& s, int64_t rows) {
-  const int32_t* ids =
-      s.ids.empty() ? s.indices.data() : s.ids.data<int32_t>();
+  const int32_t* ids = s.ids.empty() ? s.indices.data() : s.ids.data<int32_t>();
   std::vector<std::vector<int32_t>> out;
   for (int64_t r = 0; r < rows; ++r) {
     out.emplace_back(ids + r * s.per_row, ids + (r + 1) * s.per_row);
@@ -161,11 +161,11 @@ TEST(DejavuMethodTest, EachSelectorKeepsKDistinctUnitsPerRowWhereAsked) {
   CpuBackend backend(1);
   const int64_t rows = 5;
   for (const char* selector : {"predictor", "oracle", "random"}) {
-    auto method = Attached(
-        {absl::StrCat("selector=", selector), "predictors=random:8",
-         "mlp_keep_layers=0.25,0.5,0.25", "head_keep=0.5",
-         "dense_last_mlp=1", "dense_first_heads=1"},
-        c, backend);
+    auto method =
+        Attached({absl::StrCat("selector=", selector), "predictors=random:8",
+                  "mlp_keep_layers=0.25,0.5,0.25", "head_keep=0.5",
+                  "dense_last_mlp=1", "dense_first_heads=1"},
+                 c, backend);
     ASSERT_NE(method, nullptr);
     for (int64_t l = 0; l < c.num_layers; ++l) {
       UnitSelection heads, neurons;
@@ -205,10 +205,12 @@ std::vector<std::vector<int32_t>> ExpectedTopK(const PredictorWeights& p,
   for (int64_t r = 0; r < x.dim(0); ++r) {
     std::vector<double> h(rank, 0.0), z(units, 0.0);
     for (int64_t i = 0; i < rank; ++i) {
-      for (int64_t j = 0; j < d; ++j) h[i] += double(w1[i * d + j]) * xs[r * d + j];
+      for (int64_t j = 0; j < d; ++j)
+        h[i] += double(w1[i * d + j]) * xs[r * d + j];
     }
     for (int64_t u = 0; u < units; ++u) {
-      for (int64_t i = 0; i < rank; ++i) z[u] += double(w2[u * rank + i]) * h[i];
+      for (int64_t i = 0; i < rank; ++i)
+        z[u] += double(w2[u * rank + i]) * h[i];
     }
     std::vector<int32_t> order(units);
     std::iota(order.begin(), order.end(), 0);
@@ -224,9 +226,9 @@ std::vector<std::vector<int32_t>> ExpectedTopK(const PredictorWeights& p,
 TEST(DejavuMethodTest, PredictorsReadTheResidualOneSubBlockAhead) {
   const ModelConfig c = Opt();
   CpuBackend backend(1);
-  auto method = Attached({"predictors=random:8", "seed=4", "mlp_keep=0.25",
-                          "head_keep=0.5"},
-                         c, backend);
+  auto method = Attached(
+      {"predictors=random:8", "seed=4", "mlp_keep=0.25", "head_keep=0.5"}, c,
+      backend);
   ASSERT_NE(method, nullptr);
   const Tensor attn_in0 = RandomRows(3, 32, 1), mlp_in0 = RandomRows(3, 32, 2);
   const Tensor attn_in1 = RandomRows(3, 32, 3);
@@ -269,12 +271,12 @@ TEST(DejavuMethodTest, BadArgumentsNameTheParameter) {
 class PredictorFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            absl::StrCat("dejavu_predictors_", getpid(), "_",
-                         ::testing::UnitTest::GetInstance()
-                             ->current_test_info()
-                             ->name()))
-               .string();
+    dir_ =
+        (fs::temp_directory_path() /
+         absl::StrCat(
+             "dejavu_predictors_", getpid(), "_",
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+            .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     PredictorSet set;
@@ -343,7 +345,8 @@ TEST_F(PredictorFileTest, WrongRankOrShape) {
   ExpectError(Attach(config_, "mlp_rank=16"), "field 'mlp_rank'",
               "mlp_rank=16");
   EditJson("head_rank", 5);
-  ExpectError(Attach(config_), "predictors.safetensors: tensor 'layers.0.heads.w1'",
+  ExpectError(Attach(config_),
+              "predictors.safetensors: tensor 'layers.0.heads.w1'",
               "expected [5,32]");
 }
 
