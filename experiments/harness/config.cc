@@ -71,7 +71,7 @@ absl::StatusOr<std::vector<ModelSpec>> ParseModels(const json& node) {
         return Bad(
             IndexYamlPath("model", i),
             absl::StrCat("label '", models[i].label, "' is used by model[", j,
-                         "] too; give one of them another label:"));
+                         "] too; give one of them its own `label:`"));
       }
     }
   }

@@ -166,7 +166,7 @@ TEST(HarnessConfigTest, ModelErrors) {
                          absl::StrCat("model: [{path: ", kModel,
                                       "}, {path: ", kModel, "}]"))),
       "model[1]: label 'tiny-llama-chat' is used by model[0] too; give one of "
-      "them another label:");
+      "them its own `label:`");
   // random:NAME models have no files to check.
   EXPECT_EQ(
       Error(dir, Replace(Good(), model, "model: {path: random:opt-125m}")),
