@@ -108,15 +108,20 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
       std::filesystem::remove_all(JoinPath(request.out, kCalibrationDir), ec);
     }
     for (const auto& layer : predictors["layers"]) {
-      log << absl::StrFormat(
-          "train: layer %d: mlp recall@%d %.4f (K95 %d, K99 %d), heads "
-          "recall@%d %.4f\n",
-          layer["layer"].get<int64_t>(), layer["mlp"]["eval_k"].get<int64_t>(),
-          layer["mlp"]["at_keep"].back()["recall"].get<double>(),
-          layer["mlp"]["k_for_recall_0.95"].get<int64_t>(),
-          layer["mlp"]["k_for_recall_0.99"].get<int64_t>(),
-          layer["heads"]["eval_k"].get<int64_t>(),
-          layer["heads"]["at_keep"].back()["recall"].get<double>());
+      log << absl::StrFormat("train: layer %d:", layer["layer"].get<int64_t>());
+      for (const char* part : {"mlp", "heads"}) {
+        const auto& m = layer[part];
+        for (const auto& at : m["at_keep"]) {
+          if (at["k"] != m["eval_k"]) continue;
+          log << absl::StrFormat(" %s recall@%d %.4f precision %.4f (K95 %d)",
+                                 part, at["k"].get<int64_t>(),
+                                 at["recall"].get<double>(),
+                                 at["precision"].get<double>(),
+                                 m["k_for_recall_0.95"].get<int64_t>());
+          break;
+        }
+      }
+      log << "\n";
     }
   }
   return out;
