@@ -97,19 +97,12 @@ class Recorder : public Method {
     }
   }
   void ObserveHeads(const LayerSite& site, const Tensor& context) override {
-    const int64_t rows = context.dim(0), hd = config_.head_dim;
-    const int64_t units = config_.num_heads;
-    std::vector<float> norms(units);
+    const int64_t rows = context.dim(0), units = config_.num_heads;
+    const std::vector<float> norms =
+        HeadNorms(context.data<float>(), rows, units, config_.head_dim);
     std::vector<uint8_t> bits(rows * BitmapRowBytes(units));
     for (int64_t r = 0; r < rows; ++r) {
-      const float* row = context.data<float>() + r * units * hd;
-      for (int64_t h = 0; h < units; ++h) {
-        double sum = 0.0;
-        for (int64_t j = 0; j < hd; ++j)
-          sum += double(row[h * hd + j]) * row[h * hd + j];
-        norms[h] = static_cast<float>(std::sqrt(sum));
-      }
-      TopKBits(norms.data(), units, head_k_, &order_,
+      TopKBits(norms.data() + r * units, units, head_k_, &order_,
                bits.data() + r * BitmapRowBytes(units));
     }
     Write(site.layer, true, true, bits.data(), bits.size());
@@ -208,27 +201,15 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
   RETURN_IF_ERROR(recorder.Attach(config, backend));
   RETURN_IF_ERROR(recorder.Open());
 
-  const bool bos = options.bos_id >= 0;
-  const int64_t text_per_window = options.context - (bos ? 1 : 0);
-  const int64_t total = static_cast<int64_t>(ids.size());
-  Session session(config, weights, backend, recorder, options.context);
-  int64_t tokens = 0, windows = 0;
-  for (int64_t start = 0; start < total; start += text_per_window) {
-    std::vector<int32_t> window;
-    if (bos) window.push_back(options.bos_id);
-    const int64_t end = std::min(total, start + text_per_window);
-    window.insert(window.end(), ids.begin() + start, ids.begin() + end);
-    if (window.size() < 2) break;
-    session.Reset();
-    // Logits of the last row only: the recorder sees every row anyway.
-    ASSIGN_OR_RETURN(
-        Tensor logits,
-        session.Forward(window, static_cast<int64_t>(window.size() - 1)));
-    RETURN_IF_ERROR(recorder.status());
-    tokens += static_cast<int64_t>(window.size());
-    ++windows;
-    if (progress) progress(end, total);
+  absl::StatusOr<WindowsRun> run =
+      RunWindows(config, weights, backend, recorder, ids, options.context,
+                 options.bos_id, progress);
+  if (run.ok() && !recorder.status().ok()) run = recorder.status();
+  if (!run.ok()) {
+    (void)recorder.Close();
+    return run.status();
   }
+  const int64_t tokens = run->tokens, windows = run->windows;
   RETURN_IF_ERROR(recorder.Close());
   if (tokens == 0) {
     return absl::InvalidArgumentError("calibration text has no tokens");
@@ -242,7 +223,7 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
       {"tokens", tokens},
       {"windows", windows},
       {"context", options.context},
-      {"bos_per_window", bos},
+      {"bos_per_window", options.bos_id >= 0},
       {"num_layers", config.num_layers},
       {"hidden_size", config.hidden_size},
       {"mlp_units", config.intermediate_size},
@@ -258,6 +239,34 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
   RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, kCalibrationJson),
                                       meta.dump(2) + "\n"));
   return meta;
+}
+
+absl::StatusOr<WindowsRun> RunWindows(
+    const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+    Method& method, const std::vector<int32_t>& ids, int64_t context,
+    int32_t bos_id, const std::function<void(int64_t, int64_t)>& progress) {
+  const bool bos = bos_id >= 0;
+  const int64_t step = context - (bos ? 1 : 0);
+  if (step < 1) return absl::InvalidArgumentError("window context too small");
+  const int64_t total = static_cast<int64_t>(ids.size());
+  Session session(config, weights, backend, method, context);
+  WindowsRun run;
+  for (int64_t start = 0; start < total; start += step) {
+    std::vector<int32_t> window;
+    if (bos) window.push_back(bos_id);
+    const int64_t end = std::min(total, start + step);
+    window.insert(window.end(), ids.begin() + start, ids.begin() + end);
+    if (window.size() < 2) break;
+    session.Reset();
+    // Logits of the last row only: observers see every row anyway.
+    ASSIGN_OR_RETURN(
+        Tensor logits,
+        session.Forward(window, static_cast<int64_t>(window.size() - 1)));
+    run.tokens += static_cast<int64_t>(window.size());
+    ++run.windows;
+    if (progress) progress(end, total);
+  }
+  return run;
 }
 
 absl::StatusOr<CalibrationData> OpenCalibration(const std::string& root,

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/backend.h"
+#include "core/graph/method.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 
@@ -59,6 +60,17 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
     const std::vector<int32_t>& ids, const CalibrationOptions& options,
     const std::string& dir,
     const std::function<void(int64_t, int64_t)>& progress = nullptr);
+
+// Runs `method` (an observer) densely over `ids` in windows of `context`
+// tokens, each a fresh sequence starting with `bos_id` when >= 0.
+struct WindowsRun {
+  int64_t tokens = 0;  // Rows run, BOS included.
+  int64_t windows = 0;
+};
+absl::StatusOr<WindowsRun> RunWindows(
+    const ModelConfig& config, const ModelWeights& weights, Backend& backend,
+    Method& method, const std::vector<int32_t>& ids, int64_t context,
+    int32_t bos_id, const std::function<void(int64_t, int64_t)>& progress);
 
 // One layer's recorded samples for one predictor.
 struct LayerSamples {

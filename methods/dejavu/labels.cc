@@ -1,6 +1,7 @@
 #include "methods/dejavu/labels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -27,6 +28,18 @@ void TopKBits(const float* scores, int64_t units, int64_t k,
     const int32_t j = (*order)[i];
     bits[j >> 3] |= static_cast<uint8_t>(1u << (j & 7));
   }
+}
+
+std::vector<float> HeadNorms(const float* context, int64_t rows, int64_t heads,
+                             int64_t head_dim) {
+  std::vector<float> norms(rows * heads);
+  for (int64_t i = 0; i < rows * heads; ++i) {
+    const float* v = context + i * head_dim;
+    double sum = 0.0;
+    for (int64_t j = 0; j < head_dim; ++j) sum += double(v[j]) * v[j];
+    norms[i] = static_cast<float>(std::sqrt(sum));
+  }
+  return norms;
 }
 
 }  // namespace dynsparse

@@ -23,6 +23,11 @@ void PositiveBits(const float* values, int64_t units, uint8_t* bits);
 void TopKBits(const float* scores, int64_t units, int64_t k,
               std::vector<int32_t>* order, uint8_t* bits);
 
+// Per row, the L2 norm of each head's slice of `context` (host f32
+// [rows, heads * head_dim]): [rows * heads], row-major.
+std::vector<float> HeadNorms(const float* context, int64_t rows, int64_t heads,
+                             int64_t head_dim);
+
 }  // namespace dynsparse
 
 #endif  // DYNSPARSE_METHODS_DEJAVU_LABELS_H_

@@ -68,17 +68,9 @@ class Profiler : public Method {
     }
   }
   void ObserveHeads(const LayerSite& site, const Tensor& context) override {
-    const int64_t rows = context.dim(0), hd = config_.head_dim;
-    const int64_t units = config_.num_heads;
-    std::vector<float> norms(rows * units);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t h = 0; h < units; ++h) {
-        const float* v = context.data<float>() + (r * units + h) * hd;
-        double sum = 0.0;
-        for (int64_t j = 0; j < hd; ++j) sum += double(v[j]) * v[j];
-        norms[r * units + h] = static_cast<float>(std::sqrt(sum));
-      }
-    }
+    const int64_t rows = context.dim(0), units = config_.num_heads;
+    const std::vector<float> norms =
+        HeadNorms(context.data<float>(), rows, units, config_.head_dim);
     Accumulate(&heads_[site.layer], norms, rows, units, /*positive=*/false,
                head_k_);
   }
@@ -181,22 +173,9 @@ absl::StatusOr<nlohmann::json> ProfilePredictors(
   }
   Profiler profiler(config, predictors, options);
   RETURN_IF_ERROR(profiler.Attach(config, backend));
-  const bool bos = options.bos_id >= 0;
-  const int64_t step = options.context - (bos ? 1 : 0);
-  const int64_t total = static_cast<int64_t>(ids.size());
-  Session session(config, weights, backend, profiler, options.context);
-  for (int64_t start = 0; start < total; start += step) {
-    std::vector<int32_t> window;
-    if (bos) window.push_back(options.bos_id);
-    const int64_t end = std::min(total, start + step);
-    window.insert(window.end(), ids.begin() + start, ids.begin() + end);
-    if (window.size() < 2) break;
-    session.Reset();
-    ASSIGN_OR_RETURN(
-        Tensor logits,
-        session.Forward(window, static_cast<int64_t>(window.size() - 1)));
-    if (progress) progress(end, total);
-  }
+  RETURN_IF_ERROR(RunWindows(config, weights, backend, profiler, ids,
+                             options.context, options.bos_id, progress)
+                      .status());
   return nlohmann::json{{"layers", profiler.Report(options)}};
 }
 
