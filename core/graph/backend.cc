@@ -133,3 +133,68 @@ absl::StatusOr<double> Backend::MeasureCopyBandwidth(int64_t bytes) {
 }
 
 }  // namespace dynsparse
+
+namespace dynsparse {
+
+void Backend::StageIds(absl::Span<const int32_t> host, Tensor* ids) {
+  DS_CHECK(ids->device() == Device::kCpu) << name() << " cannot stage ids";
+  DS_CHECK(ids->dtype() == DType::kI32 &&
+           ids->numel() == static_cast<int64_t>(host.size()));
+  std::copy(host.begin(), host.end(), ids->data<int32_t>());
+}
+
+const Tensor& Backend::TransposedWeight(const Tensor& w) {
+  const std::pair<const void*, Shape> key(w.raw_data(), w.shape());
+  for (const auto& [k, t] : transposed_) {
+    if (k == key) return t;
+  }
+  transposed_.emplace_back(key, Transpose(w));
+  return transposed_.back().second;
+}
+
+Tensor Backend::Transpose(const Tensor& w) {
+  DS_CHECK(w.device() == Device::kCpu) << name() << " cannot transpose";
+  const int64_t rows = w.dim(0), cols = w.dim(1);
+  const size_t es = DTypeSize(w.dtype());
+  Tensor t = Tensor::Zeros(w.dtype(), {cols, rows});
+  const char* src = static_cast<const char*>(w.raw_data());
+  char* dst = static_cast<char*>(t.raw_data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      std::memcpy(dst + (c * rows + r) * es, src + (r * cols + c) * es, es);
+    }
+  }
+  return t;
+}
+
+#define DS_NO_SPARSE() \
+  DS_CHECK(false) << name() << " has no sparse kernels (SupportsSparse)"
+
+void Backend::GatherLinear(const Tensor&, const Tensor&, const Tensor&,
+                           const Tensor&, int64_t, bool, Activation, Tensor*) {
+  DS_NO_SPARSE();
+}
+void Backend::GatherGatedLinear(const Tensor&, const Tensor&, const Tensor&,
+                                const Tensor&, const Tensor&, const Tensor&,
+                                Activation, Tensor*) {
+  DS_NO_SPARSE();
+}
+void Backend::GatherLinearT(const Tensor&, const Tensor&, const Tensor&,
+                            const Tensor&, Tensor*) {
+  DS_NO_SPARSE();
+}
+void Backend::GatherColumnsLinear(const Tensor&, const Tensor&, const Tensor&,
+                                  const Tensor&, int64_t, Tensor*) {
+  DS_NO_SPARSE();
+}
+void Backend::GatherColumns(const Tensor&, const Tensor&, int64_t, Tensor*) {
+  DS_NO_SPARSE();
+}
+void Backend::SparseAttention(const AttentionArgs&, const Tensor&) {
+  DS_NO_SPARSE();
+}
+void Backend::LazyKv(const LazyKvArgs&) { DS_NO_SPARSE(); }
+
+#undef DS_NO_SPARSE
+
+}  // namespace dynsparse

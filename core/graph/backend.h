@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -33,6 +35,37 @@ struct AttentionArgs {
   int64_t head_dim = 0;
   float scale = 1.0f;
   Tensor* out = nullptr;  // [n, num_heads * head_dim]
+};
+
+// Lazy K/V completion for skipped heads (DejaVu's ring, METHODS.md §1.8;
+// core/graph/sparse_blocks.h). A layer keeps the attention inputs of its
+// last F decode tokens in a ring; a kv head's K/V for a ring token is computed
+// when the head is next active, or at the forced flush, exactly once.
+struct LazyKvArgs {
+  // This token's attention input [1, hidden] (post-norm), or null for a flush
+  // without a new token (before a dense attention step reads the cache).
+  const Tensor* h = nullptr;
+  // Active query heads, i32 [1, K] on the device; kv head g is active when
+  // some active query head maps to it (GQA: q head / (H / KV)). Ignored
+  // (may be null) when flushing.
+  const Tensor* head_ids = nullptr;
+  // {position, slot, flush}: the token's position, its ring slot, and 1 when
+  // every kv head completes every pending slot this step. Host values (staged
+  // on CUDA, so a decode step keeps one graph whatever the values are).
+  absl::Span<const int32_t> step;
+  Tensor* ring_x = nullptr;        // f32 [F, hidden]
+  Tensor* ring_pos = nullptr;      // i32 [F]: the position each slot holds
+  Tensor* ring_pending = nullptr;  // i32 [F, num_kv_heads]: 1 = K/V missing
+  const Tensor* wk = nullptr;      // [kv_dim, hidden]
+  const Tensor* wv = nullptr;
+  const Tensor* bk = nullptr;  // [kv_dim] or empty
+  const Tensor* bv = nullptr;
+  const RopeTable* rope = nullptr;  // Applied to K when enabled().
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  Tensor* k_cache = nullptr;  // [capacity, kv_dim]
+  Tensor* v_cache = nullptr;
 };
 
 // What a backend says at the end of one Session::Forward step.
@@ -138,6 +171,52 @@ class Backend {
   // device `ids`; oracle selections are resolved to ids by the graph first).
   virtual void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                          Tensor* x) = 0;
+  // --- Sparse execution (DejaVu; core/graph/sparse_blocks.h) ---
+  // `ids` below are i32 [rows, K] on this device (row r's kept unit ids, each
+  // in [0, units)); a unit is `unit_width` consecutive weight rows (neurons:
+  // 1, heads: head_dim). Backends that return false here run sparse methods
+  // masked (Session falls back).
+  virtual bool SupportsSparse() const { return false; }
+  // ids = the host values (rows * K, row-major), staged for this step.
+  virtual void StageIds(absl::Span<const int32_t> host, Tensor* ids);
+  // A [in, out] copy of weight w [out, in] in w's dtype (the down projection
+  // that GatherLinearT reads row-wise). Made once per weight and cached by the
+  // backend; default: on host tensors.
+  const Tensor& TransposedWeight(const Tensor& w);
+  // y[r, j * uw + i] = act(x[r] . w[ids[r, j] * uw + i] + bias[...]) (act
+  // applied only when `activate`): the gathered up projection (DejaVu's
+  // gather-GEMV with fused bias and activation) and head-subset Q.
+  virtual void GatherLinear(const Tensor& x, const Tensor& w,
+                            const Tensor& bias, const Tensor& ids,
+                            int64_t unit_width, bool activate,
+                            Activation activation, Tensor* y);
+  // Gated MLP, gathered: y[r, j] = act(x[r] . w_gate[id] + b_gate[id]) *
+  // (x[r] . w_up[id] + b_up[id]) with id = ids[r, j].
+  virtual void GatherGatedLinear(const Tensor& x, const Tensor& w_up,
+                                 const Tensor& w_gate, const Tensor& b_up,
+                                 const Tensor& b_gate, const Tensor& ids,
+                                 Activation activation, Tensor* y);
+  // y[r, :] = sum_j x[r, j] * w_t[ids[r, j], :] + bias: the down projection
+  // over the kept neurons, from its transposed copy w_t [units, out] (each
+  // neuron's weights contiguous). Empty ids: all units (x is [rows, units]).
+  virtual void GatherLinearT(const Tensor& x, const Tensor& w_t,
+                             const Tensor& bias, const Tensor& ids, Tensor* y);
+  // y[r, o] = sum_j sum_i x[r, j * uw + i] * w[o, ids[r, j] * uw + i] +
+  // bias[o]: the head-subset output projection (x holds the kept heads'
+  // contexts, compact).
+  virtual void GatherColumnsLinear(const Tensor& x, const Tensor& w,
+                                   const Tensor& bias, const Tensor& ids,
+                                   int64_t unit_width, Tensor* y);
+  // y[r, j * uw + i] = x[r, ids[r, j] * uw + i] (compacts kept units).
+  virtual void GatherColumns(const Tensor& x, const Tensor& ids,
+                             int64_t unit_width, Tensor* y);
+  // Decode attention of the kept heads only: args.q and args.out are
+  // compact [n, K * head_dim]; compact head j is query head head_ids[r, j]
+  // (kv head head_ids / (H / KV)).
+  virtual void SparseAttention(const AttentionArgs& args,
+                               const Tensor& head_ids);
+  virtual void LazyKv(const LazyKvArgs& args);
+
   // Copies a device tensor to a host f32 tensor (identity on CPU).
   virtual Tensor ToHost(const Tensor& x) = 0;
 
@@ -148,6 +227,14 @@ class Backend {
   // Memory bandwidth of this device in GB/s, measured now by copying
   // `bytes` (bytes read + bytes written per second, best of a few runs).
   virtual absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes);
+
+ protected:
+  // Makes TransposedWeight's copy; default: host tensors only.
+  virtual Tensor Transpose(const Tensor& w);
+
+ private:
+  // TransposedWeight's cache, keyed by the weight's address and shape.
+  std::vector<std::pair<std::pair<const void*, Shape>, Tensor>> transposed_;
 };
 
 }  // namespace dynsparse

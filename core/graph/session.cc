@@ -15,7 +15,9 @@ Session::Session(const ModelConfig& config, const ModelWeights& weights,
       backend_(backend),
       method_(method),
       rope_(MakeRopeTable(config)),
-      cache_(config, max_tokens, backend) {
+      cache_(config, max_tokens, backend),
+      sparse_(config, weights, backend, rope_,
+              method.execution() == SparseExecution::kSparse) {
   method_.BeginSequence();
 }
 
@@ -217,6 +219,13 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
   UnitSelection heads;
   method_.SelectHeads({layer, phase}, *x, &heads);
+  if (sparse_.enabled() && !heads.all && !heads.oracle &&
+      phase == Phase::kDecode && n == 1 && !method_.observes()) {
+    Tensor out = sparse_.DecodeAttention(layer, h, positions, heads, &cache_);
+    EndBlock(out, w.attn_norm_w, w.attn_norm_b, x, pending);
+    return;
+  }
+  sparse_.Flush(layer, &cache_);  // Dense attention reads every head's K/V.
 
   const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
   Tensor q, k, v, qkv;
@@ -256,6 +265,11 @@ void Session::Attention(int64_t layer, Phase phase,
   }
   if (!heads.all) {
     ResolveOracle(context, config_.head_dim, &heads);
+    if (sparse_.enabled() && n <= SparseBlocks::kMaxRows) {
+      Tensor out = sparse_.OutOfKept(layer, context, heads);
+      EndBlock(out, w.attn_norm_w, w.attn_norm_b, x, pending);
+      return;
+    }
     backend_.MaskUnits(heads, config_.head_dim, &context);
   }
 
@@ -271,6 +285,18 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   const Tensor h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
+  const bool sparse = sparse_.enabled() && !neurons.all &&
+                      n <= SparseBlocks::kMaxRows && !method_.observes();
+  if (sparse && !neurons.oracle) {
+    EndBlock(sparse_.Mlp(layer, h, neurons), w.mlp_norm_w, w.mlp_norm_b, x,
+             pending);
+    return;
+  }
+  if (neurons.all && sparse_.down_in_place(layer)) {
+    EndBlock(sparse_.DenseMlp(layer, h), w.mlp_norm_w, w.mlp_norm_b, x,
+             pending);
+    return;
+  }
 
   Tensor up;
   if (config_.gated_mlp) {
@@ -307,9 +333,19 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   }
   if (!neurons.all) {
     ResolveOracle(up, 1, &neurons);
+    if (sparse) {
+      EndBlock(sparse_.DownOfKept(layer, up, neurons), w.mlp_norm_w,
+               w.mlp_norm_b, x, pending);
+      return;
+    }
     backend_.MaskUnits(neurons, 1, &up);
   }
 
+  if (sparse_.down_in_place(layer)) {
+    EndBlock(sparse_.DownOfAll(layer, up), w.mlp_norm_w, w.mlp_norm_b, x,
+             pending);
+    return;
+  }
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
   EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);

@@ -11,6 +11,7 @@
 #include "core/graph/kv_cache.h"
 #include "core/graph/method.h"
 #include "core/graph/rope.h"
+#include "core/graph/sparse_blocks.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 
@@ -77,6 +78,7 @@ class Session {
   Method& method_;
   RopeTable rope_;
   KvCache cache_;
+  SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
 };
 
 }  // namespace dynsparse

@@ -1,11 +1,13 @@
 // dynsparse_bench: `dynsparse bench` as its own binary for the standalone
 // GPU build (kernels/cuda/standalone), which has no method registry: only
-// the dense method (every unit of every row) is available there.
+// the dense method (every unit of every row) and the bench-only
+// dejavu-timing method (lowrank_predictor_method.h) are available there.
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "experiments/bench/bench_cli.h"
+#include "experiments/bench/lowrank_predictor_method.h"
 
 namespace {
 
@@ -26,11 +28,15 @@ int main(int argc, char** argv) {
       args,
       [](const std::string& name, const std::vector<std::string>& a)
           -> absl::StatusOr<std::unique_ptr<dynsparse::Method>> {
+        if (name == "dejavu-timing") {
+          return dynsparse::LowRankPredictorMethod::Create(a);
+        }
         if (name != "dense" || !a.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--method ", name,
-              ": this standalone binary has only 'dense' (use dynsparse "
-              "bench for the registry)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("--method ", name,
+                           ": this standalone binary has only 'dense' and "
+                           "'dejavu-timing' (use dynsparse "
+                           "bench for the registry)"));
         }
         return std::make_unique<Dense>();
       });

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/cpu_sparse.h"
 
 namespace dynsparse {
 
@@ -70,5 +71,48 @@ void CpuBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
                            Tensor* x) {
   cpu::MaskUnits(keep, unit_width, x);
 }
+
+void CpuBackend::GatherLinear(const Tensor& x, const Tensor& w,
+                              const Tensor& bias, const Tensor& ids,
+                              int64_t unit_width, bool activate,
+                              Activation activation, Tensor* y) {
+  cpu::GatherLinear(x, w, bias, ids, unit_width, y);
+  if (activate) cpu::Activate(activation, y);
+}
+
+void CpuBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
+                                   const Tensor& w_gate, const Tensor& b_up,
+                                   const Tensor& b_gate, const Tensor& ids,
+                                   Activation activation, Tensor* y) {
+  // The dense path's order: both projections, then act(gate) * up.
+  Tensor gate = Allocate(DType::kF32, y->shape());
+  cpu::GatherLinear(x, w_gate, b_gate, ids, 1, &gate);
+  cpu::GatherLinear(x, w_up, b_up, ids, 1, y);
+  cpu::GatedActivate(activation, gate, y);
+}
+
+void CpuBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
+                               const Tensor& bias, const Tensor& ids,
+                               Tensor* y) {
+  cpu::GatherLinearT(x, w_t, bias, ids, y);
+}
+
+void CpuBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,
+                                     const Tensor& bias, const Tensor& ids,
+                                     int64_t unit_width, Tensor* y) {
+  cpu::GatherColumnsLinear(x, w, bias, ids, unit_width, y);
+}
+
+void CpuBackend::GatherColumns(const Tensor& x, const Tensor& ids,
+                               int64_t unit_width, Tensor* y) {
+  cpu::GatherColumns(x, ids, unit_width, y);
+}
+
+void CpuBackend::SparseAttention(const AttentionArgs& args,
+                                 const Tensor& head_ids) {
+  cpu::SparseAttention(args, head_ids);
+}
+
+void CpuBackend::LazyKv(const LazyKvArgs& args) { cpu::LazyKv(args); }
 
 }  // namespace dynsparse

@@ -37,6 +37,26 @@ class CpuBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override { return x; }
+
+  // Sparse execution (cpu_sparse.h).
+  bool SupportsSparse() const override { return true; }
+  void GatherLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                    const Tensor& ids, int64_t unit_width, bool activate,
+                    Activation activation, Tensor* y) override;
+  void GatherGatedLinear(const Tensor& x, const Tensor& w_up,
+                         const Tensor& w_gate, const Tensor& b_up,
+                         const Tensor& b_gate, const Tensor& ids,
+                         Activation activation, Tensor* y) override;
+  void GatherLinearT(const Tensor& x, const Tensor& w_t, const Tensor& bias,
+                     const Tensor& ids, Tensor* y) override;
+  void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                           const Tensor& ids, int64_t unit_width,
+                           Tensor* y) override;
+  void GatherColumns(const Tensor& x, const Tensor& ids, int64_t unit_width,
+                     Tensor* y) override;
+  void SparseAttention(const AttentionArgs& args,
+                       const Tensor& head_ids) override;
+  void LazyKv(const LazyKvArgs& args) override;
 };
 
 }  // namespace dynsparse

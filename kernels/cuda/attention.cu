@@ -34,6 +34,7 @@ struct KernelArgs {
   float* out;
   float* scratch;
   int* counters;  // decode: [n, heads] zeroed, or null (separate combine)
+  const int32_t* head_ids;  // decode: compact head -> query head, or null
   int n;
   int heads;
   int group;  // query heads per kv head
@@ -425,7 +426,10 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   constexpr int kCols = D / 32;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
-  const int kvh = h / a.group;
+  const int kvh = (a.head_ids != nullptr
+                       ? a.head_ids[static_cast<int64_t>(row) * a.heads + h]
+                       : h) /
+                  a.group;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
 
@@ -602,7 +606,8 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   }
   if (args.head_dim <= 0 || args.head_dim > kMaxAttentionHeadDim ||
       args.num_heads <= 0 || args.num_kv_heads <= 0 ||
-      args.num_heads % args.num_kv_heads != 0) {
+      (args.head_ids == nullptr && args.num_heads % args.num_kv_heads != 0) ||
+      (args.head_ids != nullptr && args.head_group <= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("attention: unsupported heads ", args.num_heads, "/",
                      args.num_kv_heads, " x head_dim ", args.head_dim));
@@ -610,6 +615,9 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   const int64_t n = args.q->dim(0);
   const int64_t q_width = args.num_heads * args.head_dim;
   const int64_t kv_width = args.num_kv_heads * args.head_dim;
+  if (args.head_ids != nullptr && n > 8) {
+    return absl::InvalidArgumentError("attention: head ids are decode only");
+  }
   if (args.q->dim(1) != q_width || args.out->dim(1) != q_width ||
       args.out->dim(0) != n || args.k_cache->dim(1) != kv_width ||
       args.v_cache->shape() != args.k_cache->shape()) {
@@ -628,7 +636,10 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->counters = args.counters;
   a->n = static_cast<int>(n);
   a->heads = static_cast<int>(args.num_heads);
-  a->group = static_cast<int>(args.num_heads / args.num_kv_heads);
+  a->group = static_cast<int>(args.head_ids != nullptr
+                                  ? args.head_group
+                                  : args.num_heads / args.num_kv_heads);
+  a->head_ids = args.head_ids;
   a->head_dim = static_cast<int>(args.head_dim);
   a->q_stride = q_width;
   a->kv_stride = kv_width;

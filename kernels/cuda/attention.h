@@ -44,6 +44,12 @@ struct DeviceAttentionArgs {
   // the key chunks in the same launch (one kernel instead of two, same
   // values); without them a second kernel merges.
   int32_t* counters = nullptr;
+  // Decode only, head-subset attention (DejaVu): q and out hold num_heads
+  // compact heads; compact head j of row r is query head
+  // head_ids[r * num_heads + j], reading kv head head_ids / head_group.
+  // num_kv_heads is the cache's kv head count.
+  const int32_t* head_ids = nullptr;
+  int64_t head_group = 0;
 };
 
 // `max_keys` bounds the keys any row may see (<= capacity); prefill only,

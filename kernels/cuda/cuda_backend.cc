@@ -14,6 +14,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/sparse_ops.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -42,6 +43,15 @@ enum OpCode : uint64_t {
   kOpRopeWriteKv,
   kOpGatedMlp,
   kOpLinearActivate,
+  kOpStageIds,
+  kOpTopK,
+  kOpUnitNorms,
+  kOpGatherLinear,
+  kOpGatherLinearT,
+  kOpGatherColumnsLinear,
+  kOpGatherColumns,
+  kOpSparseAttention,
+  kOpLazyKv,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -380,8 +390,18 @@ void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
   Check(EmbedRows(*ctx_, table, d_ids, out), "Embed");
 }
 
+void CudaBackend::CheckNotTransposedInPlace(const Tensor& w,
+                                            const char* op) const {
+  DS_CHECK(transposed_in_place_.empty() ||
+           transposed_in_place_.count(w.raw_data()) == 0)
+      << op << ": this weight was transposed in place for sparse execution "
+      << "(no room for a copy); dense use of it in this process would be "
+      << "wrong — run dense jobs in a separate process";
+}
+
 void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
                          Tensor* y) {
+  CheckNotTransposedInPlace(w, "Linear");
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w), bias), *y);
   if (!Op(sig)) return;
@@ -571,6 +591,7 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
                            const Tensor& b_gate, Activation activation,
                            const Tensor& w_down, const Tensor& b_down,
                            Tensor* up, Tensor* gate, Tensor* y) {
+  CheckNotTransposedInPlace(w_down, "GatedMlp");
   // Fused when up/gate can run as one GEMV (as in LinearGroup) and the down
   // GEMV can take the product in its load (gemv.h GatedGemvSupported).
   const Tensor* ws[] = {&w_up, &w_gate};
@@ -710,6 +731,206 @@ absl::StatusOr<double> CudaBackend::MeasureCopyBandwidth(int64_t bytes) {
   cudaEventDestroy(stop);
   if (!status.ok()) return status;
   return best;
+}
+
+// ---- Sparse execution ------------------------------------------------------
+
+void CudaBackend::StageIds(absl::Span<const int32_t> host, Tensor* ids) {
+  DS_CHECK(ids->dtype() == DType::kI32 &&
+           ids->numel() == static_cast<int64_t>(host.size()));
+  uint64_t sig = MixTensor(kOpStageIds, *ids);
+  const int32_t* staged = StageIndices(host, &sig);
+  if (!Op(sig)) return;
+  Check(CudaErrorToStatus(
+            cudaMemcpyAsync(ids->raw_data(), staged, host.size() * 4,
+                            cudaMemcpyDeviceToDevice, ctx_->stream()),
+            "staging ids"),
+        "StageIds");
+}
+
+void CudaBackend::TopK(const Tensor& scores, int64_t k, Tensor* indices) {
+  if (scores.device() == Device::kCpu) {
+    Backend::TopK(scores, k, indices);
+    return;
+  }
+  if (!Op(Mix(MixTensor(MixTensor(kOpTopK, scores), *indices), k))) return;
+  Check(TopKRows(*ctx_, scores, k, indices), "TopK");
+}
+
+void CudaBackend::UnitNorms(const Tensor& x, int64_t unit_width,
+                            Tensor* norms) {
+  if (x.device() == Device::kCpu) {
+    Backend::UnitNorms(x, unit_width, norms);
+    return;
+  }
+  if (!Op(Mix(MixTensor(MixTensor(kOpUnitNorms, x), *norms), unit_width))) {
+    return;
+  }
+  Check(UnitNormsRows(*ctx_, x, unit_width, norms), "UnitNorms");
+}
+
+void CudaBackend::GatherLinear(const Tensor& x, const Tensor& w,
+                               const Tensor& bias, const Tensor& ids,
+                               int64_t unit_width, bool activate,
+                               Activation activation, Tensor* y) {
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherLinear, x), w), bias);
+  sig = MixTensor(MixTensor(sig, ids), *y);
+  sig = Mix(Mix(Mix(sig, unit_width), activate),
+            static_cast<uint64_t>(activation));
+  if (!Op(sig)) return;
+  Check(GatherGemv(*ctx_, x, w, bias, nullptr, nullptr, ids.data<int32_t>(),
+                   ids.dim(1), unit_width, activate, activation, y),
+        "GatherLinear");
+}
+
+void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
+                                    const Tensor& w_gate, const Tensor& b_up,
+                                    const Tensor& b_gate, const Tensor& ids,
+                                    Activation activation, Tensor* y) {
+  uint64_t sig =
+      MixTensor(MixTensor(MixTensor(kOpGatherLinear, x), w_up), w_gate);
+  sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, b_up), b_gate), ids), *y);
+  if (!Op(Mix(sig, static_cast<uint64_t>(activation) + 100))) return;
+  Check(GatherGemv(*ctx_, x, w_up, b_up, &w_gate, &b_gate, ids.data<int32_t>(),
+                   ids.dim(1), 1, true, activation, y),
+        "GatherGatedLinear");
+}
+
+void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
+                                const Tensor& bias, const Tensor& ids,
+                                Tensor* y) {
+  const int64_t k = ids.empty() ? w_t.dim(0) : ids.dim(1);
+  Tensor scratch = Allocate(
+      DType::kF32, {GatherGemvTScratchFloats(*ctx_, x.dim(0), k, w_t.dim(1))});
+  uint64_t sig =
+      MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
+  sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);
+  if (!Op(sig)) return;
+  Check(GatherGemvT(*ctx_, x, w_t, bias,
+                    ids.empty() ? nullptr : ids.data<int32_t>(), k,
+                    scratch.data<float>(), y),
+        "GatherLinearT");
+}
+
+void CudaBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,
+                                      const Tensor& bias, const Tensor& ids,
+                                      int64_t unit_width, Tensor* y) {
+  uint64_t sig =
+      MixTensor(MixTensor(MixTensor(kOpGatherColumnsLinear, x), w), bias);
+  sig = Mix(MixTensor(MixTensor(sig, ids), *y), unit_width);
+  if (!Op(sig)) return;
+  Check(GatherColumnsGemv(*ctx_, x, w, bias, ids.data<int32_t>(), ids.dim(1),
+                          unit_width, y),
+        "GatherColumnsLinear");
+}
+
+void CudaBackend::GatherColumns(const Tensor& x, const Tensor& ids,
+                                int64_t unit_width, Tensor* y) {
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherColumns, x), ids), *y);
+  if (!Op(Mix(sig, unit_width))) return;
+  Check(GatherColumnsCopy(*ctx_, x, ids.data<int32_t>(), ids.dim(1), unit_width,
+                          y),
+        "GatherColumns");
+}
+
+void CudaBackend::SparseAttention(const AttentionArgs& args,
+                                  const Tensor& head_ids) {
+  const int64_t k = head_ids.dim(1);
+  uint64_t sig = MixTensor(
+      MixTensor(
+          MixTensor(MixTensor(kOpSparseAttention, *args.q), *args.k_cache),
+          *args.v_cache),
+      *args.out);
+  sig =
+      Mix(Mix(Mix(MixTensor(sig, head_ids), args.num_heads), args.num_kv_heads),
+          args.head_dim);
+  sig = MixDouble(sig, args.scale);
+  DeviceAttentionArgs d;
+  d.q = args.q;
+  d.k_cache = args.k_cache;
+  d.v_cache = args.v_cache;
+  d.positions = StageIndices(args.query_positions, &sig);
+  d.num_heads = k;  // Compact heads.
+  d.num_kv_heads = args.num_kv_heads;
+  d.head_dim = args.head_dim;
+  d.scale = args.scale;
+  d.out = args.out;
+  d.head_ids = head_ids.data<int32_t>();
+  d.head_group = args.num_heads / args.num_kv_heads;
+  Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
+  if (options_.fused_ops &&
+      DecodeAttentionCounters(d) <= kAttentionCounterInts) {
+    d.counters = attention_counters_.data<int32_t>();
+  }
+  sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
+  if (!Op(sig)) return;
+  Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "SparseAttention");
+}
+
+void CudaBackend::LazyKv(const LazyKvArgs& args) {
+  const Tensor none;
+  const Tensor& freq = args.rope != nullptr && args.rope->enabled()
+                           ? RopeFrequencies(*args.rope)
+                           : none;
+  uint64_t sig = MixTensor(MixTensor(kOpLazyKv, *args.ring_x), *args.k_cache);
+  sig = MixTensor(MixTensor(MixTensor(sig, *args.v_cache), *args.wk), freq);
+  sig = Mix(sig, args.h != nullptr
+                     ? reinterpret_cast<uintptr_t>(args.h->raw_data())
+                     : 0);
+  if (args.head_ids != nullptr) sig = MixTensor(sig, *args.head_ids);
+  DeviceLazyKvArgs d;
+  d.step = StageIndices(args.step, &sig);
+  if (!Op(sig)) return;
+  d.h = args.h != nullptr ? args.h->data<float>() : nullptr;
+  d.head_ids = args.head_ids != nullptr && args.h != nullptr
+                   ? args.head_ids->data<int32_t>()
+                   : nullptr;
+  d.k = d.head_ids != nullptr ? args.head_ids->numel() : 0;
+  d.ring_x = args.ring_x->data<float>();
+  d.ring_pos = args.ring_pos->data<int32_t>();
+  d.pending = args.ring_pending->data<int32_t>();
+  d.slots = args.ring_x->dim(0);
+  d.wk = args.wk;
+  d.wv = args.wv;
+  d.bk = args.bk;
+  d.bv = args.bv;
+  d.inv_freq = freq.empty() ? nullptr : freq.data<float>();
+  d.num_heads = args.num_heads;
+  d.num_kv_heads = args.num_kv_heads;
+  d.head_dim = args.head_dim;
+  d.hidden = args.ring_x->dim(1);
+  d.k_cache = args.k_cache->data<float>();
+  d.v_cache = args.v_cache->data<float>();
+  Check(LazyKvDevice(*ctx_, d), "LazyKv");
+}
+
+Tensor CudaBackend::Transpose(const Tensor& w) {
+  if (w.device() == Device::kCpu) return Backend::Transpose(w);
+  Check(ctx_->Synchronize(), "Transpose");
+  size_t free_bytes = 0, total_bytes = 0;
+  Check(CudaErrorToStatus(cudaMemGetInfo(&free_bytes, &total_bytes),
+                          "cudaMemGetInfo"),
+        "Transpose");
+  // Left for activations, graphs and the benchmark's 2 GiB bandwidth copy.
+  const size_t margin = std::max<size_t>(size_t{6} << 30, total_bytes / 20);
+  const bool in_place = w.bytes() + margin > free_bytes;
+  absl::StatusOr<Tensor> t = AllocateDevice(*ctx_, w.dtype(), w.shape());
+  Check(t.status(), "Transpose");
+  if (!in_place) {
+    Tensor out = t->Reshape({w.dim(1), w.dim(0)});
+    Check(TransposeMatrix(*ctx_, w, &out), "Transpose");
+    Check(ctx_->Synchronize(), "Transpose");
+    return out;
+  }
+  // No room for a second copy of every W2: transpose through one scratch
+  // copy into the weight's own storage (the graph then reads this weight
+  // only transposed, SparseBlocks::down_in_place).
+  Check(CopyDeviceToDevice(*ctx_, w, &*t), "Transpose");
+  Tensor out = w.Reshape({w.dim(1), w.dim(0)});
+  Check(TransposeMatrix(*ctx_, *t, &out), "Transpose");
+  Check(ctx_->Synchronize(), "Transpose");
+  transposed_in_place_.insert(w.raw_data());
+  return out;
 }
 
 }  // namespace dynsparse::cuda

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,11 +113,44 @@ class CudaBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;
+
+  // Sparse execution (sparse_ops.h): device ids used in place, host ids
+  // staged, so sparse decode steps replay as one graph.
+  bool SupportsSparse() const override { return true; }
+  void StageIds(absl::Span<const int32_t> host, Tensor* ids) override;
+  void TopK(const Tensor& scores, int64_t k, Tensor* indices) override;
+  void UnitNorms(const Tensor& x, int64_t unit_width, Tensor* norms) override;
+  void GatherLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                    const Tensor& ids, int64_t unit_width, bool activate,
+                    Activation activation, Tensor* y) override;
+  void GatherGatedLinear(const Tensor& x, const Tensor& w_up,
+                         const Tensor& w_gate, const Tensor& b_up,
+                         const Tensor& b_gate, const Tensor& ids,
+                         Activation activation, Tensor* y) override;
+  void GatherLinearT(const Tensor& x, const Tensor& w_t, const Tensor& bias,
+                     const Tensor& ids, Tensor* y) override;
+  void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
+                           const Tensor& ids, int64_t unit_width,
+                           Tensor* y) override;
+  void GatherColumns(const Tensor& x, const Tensor& ids, int64_t unit_width,
+                     Tensor* y) override;
+  void SparseAttention(const AttentionArgs& args,
+                       const Tensor& head_ids) override;
+  void LazyKv(const LazyKvArgs& args) override;
   double LastStepDeviceMs() const override { return last_step_ms_; }
   // cudaMemcpyAsync device to device, timed with events.
   absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes) override;
 
+ protected:
+  // A device copy, or (when the copy would not fit: OPT-66B on one H200)
+  // the weight transposed in place, see docs/cuda.md.
+  Tensor Transpose(const Tensor& w) override;
+
  private:
+  // Dense ops must never read a weight Transpose rewrote in place (another
+  // session or job of this process would get silently wrong numbers).
+  void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
+
   enum class Mode { kEager, kCapture, kReplay };
   struct Staged {
     const int32_t* host = nullptr;
@@ -185,6 +219,7 @@ class CudaBackend : public Backend {
   cudaEvent_t step_start_ = nullptr;
   cudaEvent_t step_end_ = nullptr;
   double last_step_ms_ = -1.0;
+  std::set<const void*> transposed_in_place_;  // Storage of such weights.
 };
 
 }  // namespace dynsparse::cuda

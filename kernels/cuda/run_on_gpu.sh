@@ -24,6 +24,16 @@
 # cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
 # (model benchmark), memcheck.log, parity.log (the errors the CUDA backend
 # and attention tests print).
+# 8. with DS_CUDA_DEJAVU_BENCH=1 (issue 6), runs the sparse MLP kernel
+#    benchmark ($OUT/sparse_mlp.jsonl: DejaVu MLP at keep 0.1/0.25 vs our
+#    dense MLP on OPT/Llama shapes) and end-to-end decode of OPT-66B, dense vs
+#    the bench-only `dejavu-timing` method (random rank-1000 predictors, MLP
+#    keep 0.1 in the first 54 layers, head keep 0.5 after the first 5), one
+#    JSON line each in $OUT/dejavu_bench.jsonl. DS_CUDA_DEJAVU_METHOD=dejavu
+#    (with DS_CUDA_FULL_BUILD=1) times the registry's `dejavu` method instead.
+#    DS_CUDA_DEJAVU_E2E=0 skips the end-to-end runs, DS_CUDA_DEJAVU_MODELS
+#    overrides the model list ("opt-66b:10" by default; model:N keeps the
+#    last N MLP layers dense, e.g. "llama-2-7b:5").
 # Quick knobs: DS_CUDA_SKIP_PTXAS=1 skips the register report (it recompiles
 # gemv.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
 # DS_CUDA_CTEST_ARGS adds ctest arguments (e.g. "-E ModelSized"),
@@ -288,6 +298,67 @@ for line in open(sys.argv[1]):
           f"{r['achieved_gbps']:7.0f}")
 PY
   echo "model benchmark took $((SECONDS - start)) s"
+fi
+
+if [[ "${DS_CUDA_DEJAVU_BENCH:-0}" == 1 ]]; then
+  section "DejaVu sparse execution (issue 6)"
+  start=$SECONDS
+  sbench="$build/kernels_cuda/dynsparse_sparse_mlp_bench"
+  [[ -x "$sbench" ]] || sbench="$build/kernels/cuda/dynsparse_sparse_mlp_bench"
+  if ! timeout 240 "$sbench" >"$OUT/sparse_mlp.jsonl" 2>"$OUT/dejavu.log"; then
+    echo "FAILED: sparse MLP benchmark" | tee -a "$OUT/dejavu.log"
+    status=1
+  fi
+  python3 - "$OUT/sparse_mlp.jsonl" <<'PY' | tee -a "$OUT/dejavu.log"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("predictor"):
+        print(f"predictor d={r['d']} units={r['units']} D={r['rank']}: gemvs {r['gemvs_ms']*1e3:.1f} us "
+              f"({r['gemvs_pct_copy']:.0f}% copy), TopK k={r['k']} {r['topk_ms']*1e3:.1f} us")
+        continue
+    print(f"{r['shape']:11s} keep {r['keep']:.2f}: sparse {r['sparse_ms']*1e3:7.1f} us "
+          f"{r['sparse_gbps']:6.0f} GB/s ({r['sparse_pct_copy']:4.1f}%), dense {r['dense_ms']*1e3:7.1f} us "
+          f"({r['dense_pct_copy']:4.1f}%), speedup {r['speedup']:.2f}x of ideal {r['ideal_speedup']:.2f}x")
+PY
+  if [[ "${DS_CUDA_DEJAVU_E2E:-1}" == 1 ]]; then
+    mbench="$build/dynsparse-bench"
+    [[ -x "$mbench" ]] || mbench="$build/experiments/bench/dynsparse-bench"
+    # The registry's `dejavu` needs the full build's CLI (DS_CUDA_FULL_BUILD=1).
+    [[ -x "$build/dynsparse" ]] && [[ "${DS_CUDA_DEJAVU_METHOD:-}" == dejavu ]] &&
+      mbench="$build/dynsparse bench"
+    method="${DS_CUDA_DEJAVU_METHOD:-dejavu-timing}"
+    : >"$OUT/dejavu_bench.jsonl"
+    # model:N keeps the last N MLP layers dense (15% of the layers).
+    for spec in ${DS_CUDA_DEJAVU_MODELS:-opt-66b:10}; do
+      model="${spec%%:*}"
+      last="${spec#*:}"
+      [[ "$last" == "$spec" ]] && last=10
+      dargs="--method $method --method-arg mlp_keep=0.1 --method-arg dense_last_mlp=$last"
+      dargs+=" --method-arg head_keep=0.5 --method-arg dense_first_heads=5"
+      dargs+=" --method-arg predictors=random:1000"
+      common="--model random:$model --device cuda --dtype f16 --prompt 128 --new 64 --repeats 2"
+      for extra in "" "$dargs"; do
+        echo "== $mbench $common $extra" >>"$OUT/dejavu.log"
+        # shellcheck disable=SC2086
+        if ! timeout 300 $mbench $common $extra --json >>"$OUT/dejavu_bench.jsonl" \
+            2>>"$OUT/dejavu.log"; then
+          echo "FAILED: $model $extra" | tee -a "$OUT/dejavu.log"
+          status=1
+        fi
+      done
+    done
+    python3 - "$OUT/dejavu_bench.jsonl" <<'PY' | tee -a "$OUT/dejavu.log"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for r in rows:
+    print(f"{r['model']:20s} {r.get('method', '?'):14s} decode {r['decode_ms_median']:8.3f} ms "
+          f"(p10 {r['decode_ms_p10']:.3f}, p90 {r['decode_ms_p90']:.3f}), ttft {r['ttft_ms']:.1f} ms")
+for dense, sparse in zip(rows[::2], rows[1::2]):
+    print(f"{dense['model']}: speedup {dense['decode_ms_median'] / sparse['decode_ms_median']:.3f}x")
+PY
+  fi
+  echo "DejaVu benchmarks took $((SECONDS - start)) s"
 fi
 
 if [[ "${DS_CUDA_SKIP_BENCH:-0}" == 1 ]]; then

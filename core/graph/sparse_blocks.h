@@ -1,0 +1,98 @@
+// SparseBlocks: the sparse execution of DejaVu selections inside Session
+// (Method::execution() == kSparse on a backend with SupportsSparse()).
+//
+// - MLP: the kept neurons only: gathered up (and gate) rows with fused bias +
+//   activation, then the down projection over the kept neurons from a
+//   transposed copy of W2 (Backend::TransposedWeight, made when the session
+//   starts so no decode step allocates).
+// - Attention (decode, one row): Q of the kept heads, attention of the kept
+//   heads, W_O over the kept heads' columns. K/V of skipped heads are
+//   completed lazily (METHODS.md §1.8): each layer keeps the attention inputs
+//   of the current window of kRingSlots decode positions; a kv head computes
+//   its missing K/V for the window whenever it is active, every head completes
+//   the window at its last position (the forced flush), so each (token, head)
+//   K/V is computed exactly once and attention always sees complete caches.
+//   GQA: a kv head is active when any of its query heads is kept.
+// Everything is driven by device ids and staged host scalars with a fixed
+// op sequence, so a sparse decode step replays as one CUDA graph.
+#ifndef DYNSPARSE_CORE_GRAPH_SPARSE_BLOCKS_H_
+#define DYNSPARSE_CORE_GRAPH_SPARSE_BLOCKS_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "core/graph/backend.h"
+#include "core/graph/kv_cache.h"
+#include "core/graph/rope.h"
+#include "core/graph/unit_selection.h"
+#include "core/model_config.h"
+#include "core/model_weights.h"
+
+namespace dynsparse {
+
+class SparseBlocks {
+ public:
+  // Ring window (DejaVu's release flushes every 16 steps).
+  static constexpr int32_t kRingSlots = 16;
+  // Prefills of more rows run masked: per-row gathers would read the weights
+  // once per row.
+  static constexpr int64_t kMaxRows = 8;
+
+  SparseBlocks(const ModelConfig& config, const ModelWeights& weights,
+               Backend& backend, const RopeTable& rope, bool enabled);
+
+  bool enabled() const { return enabled_; }
+  // True when the backend had no room for a transposed copy of this layer's
+  // W2 and transposed the weight in place (CudaBackend on OPT-66B): the
+  // layer's dense MLP must then go through DenseMlp too.
+  bool down_in_place(int64_t layer) const {
+    return enabled_ && in_place_[layer];
+  }
+  // The dense MLP output reading W2 transposed.
+  Tensor DenseMlp(int64_t layer, const Tensor& h);
+  // activation [n, inter] times W2^T (every neuron) from the transposed W2.
+  Tensor DownOfAll(int64_t layer, const Tensor& activation);
+  // The MLP output (before the residual add) for kept neurons given as ids
+  // or host indices (not oracle); h is the MLP's normed input [n, hidden].
+  Tensor Mlp(int64_t layer, const Tensor& h, const UnitSelection& neurons);
+  // The down projection of a dense activation [n, inter] over the kept
+  // neurons (oracle selections, resolved to ids).
+  Tensor DownOfKept(int64_t layer, const Tensor& activation,
+                    const UnitSelection& neurons);
+  // One decode row: the attention block's output (after W_O) with only the
+  // kept heads (ids or host indices), completing K/V lazily.
+  Tensor DecodeAttention(int64_t layer, const Tensor& h,
+                         absl::Span<const int32_t> positions,
+                         const UnitSelection& heads, KvCache* cache);
+  // W_O over the kept heads of a dense attention output [n, q_dim].
+  Tensor OutOfKept(int64_t layer, const Tensor& context,
+                   const UnitSelection& heads);
+  // Completes every K/V the layer's ring still owes; called before a dense
+  // attention reads the cache (prefill, all heads, oracle).
+  void Flush(int64_t layer, KvCache* cache);
+
+ private:
+  struct Ring {
+    Tensor x, pos, pending;
+    bool dirty = false;             // Some K/V may be missing.
+    int64_t next = -1;              // The position the window expects next.
+    std::array<int32_t, 3> step{};  // LazyKvArgs::step
+  };
+  Tensor Ids(const UnitSelection& selection, int64_t rows);
+  void RunLazyKv(int64_t layer, const Tensor* h, const Tensor* ids,
+                 KvCache* cache);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  Backend& backend_;
+  const RopeTable& rope_;
+  bool enabled_;
+  std::vector<Ring> rings_;
+  std::vector<char> in_place_;
+};
+
+}  // namespace dynsparse
+
+#endif  // DYNSPARSE_CORE_GRAPH_SPARSE_BLOCKS_H_

@@ -1,0 +1,224 @@
+// Lazy K/V completion for skipped heads (sparse_ops.h, METHODS.md §1.8).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/sparse_loads.cuh"
+#include "kernels/cuda/sparse_ops.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+// ---- Lazy K/V -------------------------------------------------------------
+
+constexpr int kMaxRing = 16;
+constexpr int kLazyRowsPerBlock = 16;  // K/V output rows per block (8 warps)
+
+struct LazyArgs {
+  const float* h;
+  const int32_t* head_ids;
+  int k;
+  const int32_t* step;
+  float* ring_x;
+  int32_t* ring_pos;
+  int32_t* pending;
+  int slots;
+  const void* wk;
+  const void* wv;
+  const void* bk;
+  const void* bv;
+  FloatKind bk_kind, bv_kind;
+  const float* inv_freq;
+  int group, kv_heads, head_dim;
+  int64_t hidden;
+  float* k_cache;
+  float* v_cache;
+};
+
+// The work of kv head g this step: its missing (slot, position) pairs, and
+// the new token (slot -1) last. Returns whether the head is active. Thread
+// 0 only; both kernels compute the same list (pending changes only after).
+__device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
+                         int* pos_list, int* count) {
+  const int pos = a.step[0], slot = a.step[1];
+  bool active = a.step[2] != 0 || a.h == nullptr;
+  for (int j = 0; !active && j < a.k; ++j)
+    active = a.head_ids[j] / a.group == g;
+  int c = 0;
+  if (active) {
+    for (int s = 0; s < a.slots; ++s) {
+      if (a.pending[s * a.kv_heads + g] && !(a.h != nullptr && s == slot)) {
+        slot_list[c] = s;
+        pos_list[c] = a.ring_pos[s];
+        ++c;
+      }
+    }
+    if (a.h != nullptr) {
+      slot_list[c] = -1;
+      pos_list[c] = pos;
+      ++c;
+    }
+  }
+  *count = c;
+  return active;
+}
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
+  PdlWait();
+  __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
+  const int g = blockIdx.x;
+  if (threadIdx.x == 0) LazyWork(a, g, slot_list, pos_list, &count);
+  __syncthreads();
+  const int n = count;
+  if (n == 0) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const float* xs[kMaxRing + 1];
+#pragma unroll
+  for (int p = 0; p <= kMaxRing; ++p) {
+    xs[p] = p < n
+                ? (slot_list[p] < 0 ? a.h : a.ring_x + slot_list[p] * a.hidden)
+                : nullptr;
+  }
+  for (int t = 0; t < kLazyRowsPerBlock / 8; ++t) {
+    const int r =
+        blockIdx.y * kLazyRowsPerBlock + warp * (kLazyRowsPerBlock / 8) + t;
+    if (r >= 2 * a.head_dim) break;
+    const bool is_v = r >= a.head_dim;
+    const int64_t row =
+        static_cast<int64_t>(g) * a.head_dim + (is_v ? r - a.head_dim : r);
+    const T* wr = static_cast<const T*>(is_v ? a.wv : a.wk) + row * a.hidden;
+    float acc[kMaxRing + 1];
+#pragma unroll
+    for (int p = 0; p <= kMaxRing; ++p) acc[p] = 0.f;
+    if constexpr (kVec) {
+      for (int64_t i = lane * 8; i < a.hidden; i += 256) {
+        float wv[8];
+        Load8(wr + i, wv);
+#pragma unroll
+        for (int p = 0; p <= kMaxRing; ++p) {
+          if (p < n) {
+            float xv[8];
+            LoadX8(xs[p] + i, xv);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[p] = fmaf(wv[e], xv[e], acc[p]);
+          }
+        }
+      }
+    } else {
+      for (int64_t i = lane; i < a.hidden; i += 32) {
+        const float wv = ToFloat(wr[i]);
+#pragma unroll
+        for (int p = 0; p <= kMaxRing; ++p) {
+          if (p < n) acc[p] = fmaf(wv, xs[p][i], acc[p]);
+        }
+      }
+    }
+    const float b =
+        LoadAsFloat(is_v ? a.bv : a.bk, is_v ? a.bv_kind : a.bk_kind, row, 0.f);
+    float* cache = is_v ? a.v_cache : a.k_cache;
+    const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+#pragma unroll
+    for (int p = 0; p <= kMaxRing; ++p) {
+      if (p < n) {
+        const float v = WarpSum(acc[p]);
+        if (lane == 0) cache[pos_list[p] * stride + row] = v + b;
+      }
+    }
+  }
+}
+
+__global__ void LazyKvCommitKernel(const LazyArgs a) {
+  PdlWait();
+  __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
+  __shared__ bool active;
+  const int g = blockIdx.x;
+  if (threadIdx.x == 0) active = LazyWork(a, g, slot_list, pos_list, &count);
+  __syncthreads();
+  const int n = count, half = a.head_dim / 2;
+  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+  if (a.inv_freq != nullptr) {
+    // RoPE of the K rows just written, as RopeWriteKvKernel rotates them.
+    for (int idx = threadIdx.x; idx < n * half; idx += blockDim.x) {
+      const int p = idx / half, i = idx - p * half;
+      const float angle =
+          __fmul_rn(static_cast<float>(pos_list[p]), a.inv_freq[i]);
+      float sn, cs;
+      sincosf(angle, &sn, &cs);
+      float* kp = a.k_cache + pos_list[p] * stride +
+                  static_cast<int64_t>(g) * a.head_dim;
+      const float x0 = kp[i], x1 = kp[i + half];
+      kp[i] = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+      kp[i + half] = __fadd_rn(__fmul_rn(x1, cs), __fmul_rn(x0, sn));
+    }
+  }
+  const int slot = a.step[1];
+  if (active) {
+    for (int s = threadIdx.x; s < a.slots; s += blockDim.x) {
+      a.pending[s * a.kv_heads + g] = 0;
+    }
+  }
+  __syncthreads();
+  if (a.h == nullptr) return;
+  if (threadIdx.x == 0) a.pending[slot * a.kv_heads + g] = active ? 0 : 1;
+  if (g == 0 && threadIdx.x == 0) a.ring_pos[slot] = a.step[0];
+  // Block g copies its share of the token's input into the ring.
+  const int64_t share = (a.hidden + a.kv_heads - 1) / a.kv_heads;
+  const int64_t end = min(a.hidden, (g + 1) * share);
+  for (int64_t i = g * share + threadIdx.x; i < end; i += blockDim.x) {
+    a.ring_x[slot * a.hidden + i] = a.h[i];
+  }
+}
+
+}  // namespace
+
+absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
+  if (d.slots > kMaxRing || d.num_kv_heads <= 0 ||
+      d.num_heads % d.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LazyKv: ", d.slots, " ring slots (max ", kMaxRing,
+                     "), heads ", d.num_heads, "/", d.num_kv_heads));
+  }
+  LazyArgs a;
+  a.h = d.h;
+  a.head_ids = d.head_ids;
+  a.k = static_cast<int>(d.k);
+  a.step = d.step;
+  a.ring_x = d.ring_x;
+  a.ring_pos = d.ring_pos;
+  a.pending = d.pending;
+  a.slots = static_cast<int>(d.slots);
+  a.wk = d.wk->raw_data();
+  a.wv = d.wv->raw_data();
+  a.bk = d.bk && !d.bk->empty() ? d.bk->raw_data() : nullptr;
+  a.bv = d.bv && !d.bv->empty() ? d.bv->raw_data() : nullptr;
+  a.bk_kind = a.bk ? ToFloatKind(d.bk->dtype()) : FloatKind::kNone;
+  a.bv_kind = a.bv ? ToFloatKind(d.bv->dtype()) : FloatKind::kNone;
+  a.inv_freq = d.inv_freq;
+  a.group = static_cast<int>(d.num_heads / d.num_kv_heads);
+  a.kv_heads = static_cast<int>(d.num_kv_heads);
+  a.head_dim = static_cast<int>(d.head_dim);
+  a.hidden = d.hidden;
+  a.k_cache = d.k_cache;
+  a.v_cache = d.v_cache;
+  const bool vec = Vec8(*d.wk, d.hidden) && IsAligned(d.wv->raw_data(), 16) &&
+                   (d.h == nullptr || IsAligned(d.h, 16)) &&
+                   IsAligned(d.ring_x, 16);
+  const dim3 grid(
+      static_cast<unsigned>(d.num_kv_heads),
+      static_cast<unsigned>(CeilDiv(2 * d.head_dim, kLazyRowsPerBlock)));
+  absl::Status status = ByWeightType(d.wk->dtype(), [&](auto t) {
+    using T = decltype(t);
+    LaunchKernel(
+        ctx.programmatic_launch(),
+        vec ? LazyKvComputeKernel<T, true> : LazyKvComputeKernel<T, false>,
+        grid, dim3(256), 0, ctx.stream(), a);
+    return LastLaunchStatus("LazyKvComputeKernel");
+  });
+  if (!status.ok()) return status;
+  LaunchKernel(ctx.programmatic_launch(), LazyKvCommitKernel,
+               dim3(static_cast<unsigned>(d.num_kv_heads)), dim3(128), 0,
+               ctx.stream(), a);
+  return LastLaunchStatus("LazyKvCommitKernel");
+}
+
+}  // namespace dynsparse::cuda

@@ -1,0 +1,224 @@
+// Sparse MLP kernel benchmark (issue 6, "what it must show" 3): DejaVu's MLP
+// at batch 1 (gather GEMV over the kept rows of W1 (+ gate) with fused bias
+// and activation, then the transposed-W2 gather GEMV) against our dense
+// 2-GEMV MLP, each replayed from a CUDA graph, on OPT / Llama MLP shapes.
+// Prints one JSON object per line: time per MLP, bytes read, GB/s, % of the
+// device-to-device copy bandwidth measured in the same process, speedup.
+// Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
+//   dynsparse_sparse_mlp_bench [--iters N]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+struct Shape2 {
+  const char* name;
+  int64_t d, inter;
+  bool gated;
+};
+
+#define BENCH_CHECK(expr)                                             \
+  do {                                                                \
+    const auto& s_ = (expr);                                          \
+    if (!s_.ok()) {                                                   \
+      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str()); \
+      std::exit(1);                                                   \
+    }                                                                 \
+  } while (0)
+
+Tensor Device(CudaBackend& b, DType dt, Shape shape) {
+  auto t = AllocateDevice(b.context(), dt, std::move(shape));
+  BENCH_CHECK(t.status());
+  BENCH_CHECK(FillBytes(b.context(), 0x21, &*t));
+  return *t;
+}
+
+// Median ms of one call of `body` over `iters` graph launches, each graph
+// holding `per_graph` calls (launch overhead amortised as in a decode step).
+template <typename F>
+double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
+  cudaStream_t s = b.context().stream();
+  for (int i = 0; i < per_graph; ++i) body(i);  // Eager warm-up (pool growth).
+  BENCH_CHECK(b.context().Synchronize());
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+  for (int i = 0; i < per_graph; ++i) body(i);
+  cudaStreamEndCapture(s, &graph);
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) std::exit(2);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<double> ms;
+  cudaGraphLaunch(exec, s);
+  for (int it = 0; it < iters; ++it) {
+    cudaEventRecord(e0, s);
+    cudaGraphLaunch(exec, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float t = 0;
+    cudaEventElapsedTime(&t, e0, e1);
+    ms.push_back(t / per_graph);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
+         int iters) {
+  const int64_t d = sh.d, inter = sh.inter;
+  const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
+  const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
+  const int copies = static_cast<int>(
+      std::clamp<int64_t>((int64_t{2} << 30) / dense_bytes + 1, 2, 16));
+  std::mt19937 rng(7);
+  struct Copy {
+    Tensor up_gate, w_up, w_gate, b_up, w_down, w_down_t, b_down, ids;
+  };
+  std::vector<Copy> c(copies);
+  for (Copy& w : c) {
+    w.up_gate = Device(b, DType::kF16, {(sh.gated ? 2 : 1) * inter, d});
+    w.w_up = w.up_gate.Rows(0, inter);
+    if (sh.gated) w.w_gate = w.up_gate.Rows(inter, 2 * inter);
+    if (!sh.gated) w.b_up = Device(b, DType::kF16, {inter});
+    w.w_down = Device(b, DType::kF16, {d, inter});
+    w.w_down_t = Device(b, DType::kF16, {inter, d});
+    if (!sh.gated) w.b_down = Device(b, DType::kF16, {d});
+    std::vector<int32_t> all(inter);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::sort(all.begin(), all.begin() + k);
+    all.resize(k);
+    auto ids = b.Upload(Tensor::FromI32(all, {1, k}));
+    BENCH_CHECK(ids.status());
+    w.ids = *ids;
+  }
+  const Tensor x = Device(b, DType::kF32, {1, d});
+  const Activation act = sh.gated ? Activation::kSilu : Activation::kRelu;
+  Tensor h = b.Allocate(DType::kF32, {1, k});
+  Tensor y = b.Allocate(DType::kF32, {1, d});
+  Tensor up = b.Allocate(DType::kF32, {2 * inter});
+  const int per_graph = 4 * copies;
+  const double sparse_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    const Copy& w = c[i % copies];
+    if (sh.gated) {
+      b.GatherGatedLinear(x, w.w_up, w.w_gate, Tensor(), Tensor(), w.ids, act,
+                          &h);
+    } else {
+      b.GatherLinear(x, w.w_up, w.b_up, w.ids, 1, true, act, &h);
+    }
+    b.GatherLinearT(h, w.w_down_t, w.b_down, w.ids, &y);
+  });
+  const double dense_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    const Copy& w = c[i % copies];
+    Tensor uu = up.Rows(0, inter).Reshape({1, inter});
+    if (sh.gated) {
+      Tensor gg = up.Rows(inter, 2 * inter).Reshape({1, inter});
+      b.GatedMlp(x, w.w_up, w.w_gate, Tensor(), Tensor(), act, w.w_down,
+                 Tensor(), &uu, &gg, &y);
+    } else {
+      b.LinearActivate(x, w.w_up, w.b_up, act, &uu);
+      b.Linear(uu, w.w_down, w.b_down, &y);
+    }
+  });
+  const double sparse_bytes = (sh.gated ? 3.0 : 2.0) * k * d * 2;
+  const double sparse_gbps = sparse_bytes / (sparse_ms * 1e-3) / 1e9;
+  const double dense_gbps = dense_bytes / (dense_ms * 1e-3) / 1e9;
+  std::printf(
+      "{\"shape\": \"%s\", \"d\": %lld, \"inter\": %lld, \"gated\": %s, "
+      "\"keep\": %.3f, \"k\": %lld, \"sparse_ms\": %.5f, \"sparse_bytes\": "
+      "%.0f, \"sparse_gbps\": %.1f, \"sparse_pct_copy\": %.1f, "
+      "\"dense_ms\": %.5f, \"dense_bytes\": %lld, \"dense_gbps\": %.1f, "
+      "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
+      "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d}\n",
+      sh.name, static_cast<long long>(d), static_cast<long long>(inter),
+      sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
+      sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
+      static_cast<long long>(dense_bytes), dense_gbps,
+      100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
+      dense_bytes / sparse_bytes, copy_gbps, copies);
+  std::fflush(stdout);
+}
+
+// The predictor of one OPT-66B layer (D = 1000 rank, f16) and its TopK.
+void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
+                  double keep, double copy_gbps, int iters) {
+  const int64_t k = static_cast<int64_t>(keep * units);
+  const int copies = 8;
+  std::vector<Tensor> p1, p2;
+  for (int i = 0; i < copies; ++i) {
+    p1.push_back(Device(b, DType::kF16, {rank, d}));
+    p2.push_back(Device(b, DType::kF16, {units, rank}));
+  }
+  const Tensor x = Device(b, DType::kF32, {1, d});
+  Tensor low = b.Allocate(DType::kF32, {1, rank});
+  Tensor scores = b.Allocate(DType::kF32, {1, units});
+  // Distinct scores so TopK does real work.
+  std::vector<float> v(units);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  for (float& f : v) f = dist(rng);
+  auto s0 = b.Upload(Tensor::FromF32(v, {1, units}));
+  BENCH_CHECK(s0.status());
+  Tensor ids = b.Allocate(DType::kI32, {1, k});
+  const double gemv_ms = TimeGraph(b, 4 * copies, iters, [&](int i) {
+    b.Linear(x, p1[i % copies], Tensor(), &low);
+    b.Linear(low, p2[i % copies], Tensor(), &scores);
+  });
+  const double topk_ms =
+      TimeGraph(b, 32, iters, [&](int) { b.TopK(*s0, k, &ids); });
+  const double bytes = 2.0 * rank * (d + units);
+  std::printf(
+      "{\"predictor\": true, \"d\": %lld, \"units\": %lld, \"rank\": %lld, "
+      "\"k\": %lld, \"gemvs_ms\": %.5f, \"gemvs_pct_copy\": %.1f, "
+      "\"topk_ms\": %.5f}\n",
+      static_cast<long long>(d), static_cast<long long>(units),
+      static_cast<long long>(rank), static_cast<long long>(k), gemv_ms,
+      100.0 * bytes / (gemv_ms * 1e-3) / 1e9 / copy_gbps, topk_ms);
+  std::fflush(stdout);
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda
+
+int main(int argc, char** argv) {
+  using namespace dynsparse::cuda;
+  int iters = 20;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
+  }
+  auto backend = CudaBackend::Create();
+  if (!backend.ok()) {
+    std::fprintf(stderr, "no CUDA backend: %s\n",
+                 backend.status().ToString().c_str());
+    return 1;
+  }
+  CudaBackend& b = **backend;
+  auto bw = b.MeasureCopyBandwidth(int64_t{1} << 30);
+  BENCH_CHECK(bw.status());
+  std::fprintf(stderr, "%s, copy bandwidth %.0f GB/s\n",
+               b.context().info().DebugString().c_str(), *bw);
+  const Shape2 shapes[] = {
+      {"OPT-66B", 9216, 36864, false},   {"OPT-175B", 12288, 49152, false},
+      {"OPT-13B", 5120, 20480, false},   {"OPT-30B", 7168, 28672, false},
+      {"Llama-2-7B", 4096, 11008, true},
+  };
+  for (const Shape2& s : shapes) {
+    for (double keep : {0.1, 0.25}) Run(b, s, keep, *bw, iters);
+  }
+  RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
+  RunPredictor(b, 9216, 72, 1000, 0.5, *bw, iters);
+  return 0;
+}

@@ -1,0 +1,380 @@
+// Gather GEMVs of sparse execution (sparse_ops.h; TopK in topk.cu, lazy K/V
+// in lazy_kv.cu). Weights are read with
+// 16-byte non-allocating loads (8 f16/bf16 or 2 x 4 f32) when rows are
+// 16-byte aligned, element by element otherwise (tiny test shapes).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/act.cuh"
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/sparse_loads.cuh"
+#include "kernels/cuda/sparse_ops.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int kNoActivation = -1;
+
+template <int A>
+__device__ __forceinline__ float MaybeAct(float v) {
+  if constexpr (A == kNoActivation) {
+    return v;
+  } else {
+    return Act<static_cast<Activation>(A)>(v);
+  }
+}
+
+// ---- Gather GEMV (kept rows of W, optional gate) --------------------------
+
+constexpr int kGatherWarps = 4;  // Rows per block: small blocks balance SMs.
+
+template <typename T, int A, bool kGated, bool kVec>
+__global__ void __launch_bounds__(kGatherWarps * 32)
+    GatherGemvKernel(const float* __restrict__ x, int64_t in,
+                     const T* __restrict__ w, const void* bias, FloatKind bk,
+                     const T* __restrict__ wg, const void* bias_g, FloatKind gk,
+                     const int32_t* __restrict__ ids, int k, int uw,
+                     int64_t cols, float* __restrict__ y) {
+  PdlWait();
+  const int lane = threadIdx.x & 31;
+  const int64_t c =
+      static_cast<int64_t>(blockIdx.x) * kGatherWarps + (threadIdx.x >> 5);
+  const int r = blockIdx.y;
+  if (c >= cols) return;
+  const int64_t row =
+      static_cast<int64_t>(ids[static_cast<int64_t>(r) * k + c / uw]) * uw +
+      c % uw;
+  const T* wr = w + row * in;
+  const T* gr = kGated ? wg + row * in : nullptr;
+  const float* xr = x + static_cast<int64_t>(r) * in;
+  float acc = 0.f, accg = 0.f;
+  if constexpr (kVec) {
+#pragma unroll 8
+    for (int64_t i = lane * 8; i < in; i += 256) {
+      float wv[8], xv[8];
+      Load8(wr + i, wv);
+      float gv[8];
+      if constexpr (kGated) Load8(gr + i, gv);
+      LoadX8(xr + i, xv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        acc = fmaf(wv[e], xv[e], acc);
+        if constexpr (kGated) accg = fmaf(gv[e], xv[e], accg);
+      }
+    }
+  } else {
+    for (int64_t i = lane; i < in; i += 32) {
+      acc = fmaf(ToFloat(wr[i]), xr[i], acc);
+      if constexpr (kGated) accg = fmaf(ToFloat(gr[i]), xr[i], accg);
+    }
+  }
+  acc = WarpSum(acc);
+  if constexpr (kGated) accg = WarpSum(accg);
+  if (lane != 0) return;
+  const float v = acc + LoadAsFloat(bias, bk, row, 0.f);
+  float out;
+  if constexpr (kGated) {
+    out = MaybeAct<A>(accg + LoadAsFloat(bias_g, gk, row, 0.f)) * v;
+  } else {
+    out = MaybeAct<A>(v);
+  }
+  y[static_cast<int64_t>(r) * cols + c] = out;
+}
+
+template <typename T, int A, bool kGated>
+absl::Status LaunchGather(DeviceContext& ctx, bool vec, const Tensor& x,
+                          const Tensor& w, const Tensor& bias,
+                          const Tensor* w_gate, const Tensor* b_gate,
+                          const int32_t* ids, int64_t k, int64_t uw,
+                          Tensor* y) {
+  const int64_t rows = x.dim(0), cols = k * uw;
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kGatherWarps)),
+                  static_cast<unsigned>(rows));
+  auto kernel = vec ? GatherGemvKernel<T, A, kGated, true>
+                    : GatherGemvKernel<T, A, kGated, false>;
+  const T* wg = kGated ? static_cast<const T*>(w_gate->raw_data()) : nullptr;
+  const void* bg = kGated && !b_gate->empty() ? b_gate->raw_data() : nullptr;
+  const FloatKind gk = bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone;
+  LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kGatherWarps * 32),
+               0, ctx.stream(), x.data<float>(), x.dim(1),
+               static_cast<const T*>(w.raw_data()),
+               bias.empty() ? nullptr : bias.raw_data(),
+               bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()), wg,
+               bg, gk, ids, static_cast<int>(k), static_cast<int>(uw), cols,
+               y->data<float>());
+  return LastLaunchStatus("GatherGemvKernel");
+}
+
+template <typename T, bool kGated>
+absl::Status DispatchActivation(DeviceContext& ctx, bool vec, bool activate,
+                                Activation act, const Tensor& x,
+                                const Tensor& w, const Tensor& bias,
+                                const Tensor* w_gate, const Tensor* b_gate,
+                                const int32_t* ids, int64_t k, int64_t uw,
+                                Tensor* y) {
+  if (!activate) {
+    return LaunchGather<T, kNoActivation, kGated>(ctx, vec, x, w, bias, w_gate,
+                                                  b_gate, ids, k, uw, y);
+  }
+  switch (act) {
+    case Activation::kRelu:
+      return LaunchGather<T, static_cast<int>(Activation::kRelu), kGated>(
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
+    case Activation::kSilu:
+      return LaunchGather<T, static_cast<int>(Activation::kSilu), kGated>(
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
+    case Activation::kGelu:
+      return LaunchGather<T, static_cast<int>(Activation::kGelu), kGated>(
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
+    case Activation::kGeluTanh:
+      return LaunchGather<T, static_cast<int>(Activation::kGeluTanh), kGated>(
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
+  }
+  return absl::InvalidArgumentError("GatherGemv: unknown activation");
+}
+
+// ---- Gather transposed GEMV (kept rows of W^T) ----------------------------
+
+constexpr int kTThreads = 128;  // x 8 columns per thread
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kTThreads)
+    GatherGemvTPartialKernel(const float* __restrict__ x,
+                             const T* __restrict__ wt, int64_t out,
+                             const int32_t* __restrict__ ids, int k, int splits,
+                             float* __restrict__ partial) {
+  PdlWait();
+  const int r = blockIdx.z, s = blockIdx.y;
+  const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
+  const int j1 = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits);
+  const float* xr = x + static_cast<int64_t>(r) * k;
+  const int32_t* ir = ids ? ids + static_cast<int64_t>(r) * k : nullptr;
+  float* pr = partial + (static_cast<int64_t>(r) * splits + s) * out;
+  if constexpr (kVec) {
+    const int64_t c0 =
+        (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
+    if (c0 >= out) return;
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 8
+    for (int j = j0; j < j1; ++j) {
+      const int64_t u = ir ? __ldg(ir + j) : j;
+      const float a = __ldg(xr + j);
+      float wv[8];
+      Load8(wt + u * out + c0, wv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
+    }
+    float4* dst = reinterpret_cast<float4*>(pr + c0);
+    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  } else {
+    const int64_t c =
+        static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x;
+    if (c >= out) return;
+    float acc = 0.f;
+    for (int j = j0; j < j1; ++j) {
+      const int64_t u = ir ? ir[j] : j;
+      acc = fmaf(xr[j], ToFloat(wt[u * out + c]), acc);
+    }
+    pr[c] = acc;
+  }
+}
+
+__global__ void ReduceSplitsKernel(const float* __restrict__ partial,
+                                   int splits, int64_t out, int rows,
+                                   const void* bias, FloatKind bk,
+                                   float* __restrict__ y) {
+  PdlWait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= out * rows) return;
+  const int64_t r = i / out, c = i - r * out;
+  float sum = 0.f;
+  for (int s = 0; s < splits; ++s) sum += partial[(r * splits + s) * out + c];
+  y[i] = sum + LoadAsFloat(bias, bk, c, 0.f);
+}
+
+int SplitsFor(int sm_count, int64_t rows, int64_t k, int64_t out) {
+  const int64_t col_blocks = CeilDiv(CeilDiv(out, 8), kTThreads);
+  const int64_t target = 4 * static_cast<int64_t>(sm_count);
+  const int64_t splits = CeilDiv(target, col_blocks * rows);
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min(splits, std::max<int64_t>(1, k / 4))));
+}
+
+// ---- Head-subset output projection (kept column blocks of W) --------------
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(256)
+    GatherColumnsGemvKernel(const float* __restrict__ x,
+                            const T* __restrict__ w, int64_t in, int64_t out,
+                            const void* bias, FloatKind bk,
+                            const int32_t* __restrict__ ids, int k, int uw,
+                            float* __restrict__ y) {
+  PdlWait();
+  const int lane = threadIdx.x & 31;
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int r = blockIdx.y;
+  if (o >= out) return;
+  const int64_t width = static_cast<int64_t>(k) * uw;
+  const float* xr = x + r * width;
+  const int32_t* ir = ids + static_cast<int64_t>(r) * k;
+  const T* wr = w + o * in;
+  float acc = 0.f;
+  if constexpr (kVec) {
+#pragma unroll 4
+    for (int64_t c = lane * 8; c < width; c += 256) {
+      const int64_t j = c / uw;
+      const int64_t col =
+          static_cast<int64_t>(__ldg(ir + j)) * uw + (c - j * uw);
+      float wv[8], xv[8];
+      Load8(wr + col, wv);
+      LoadX8(xr + c, xv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[e], acc);
+    }
+  } else {
+    for (int64_t c = lane; c < width; c += 32) {
+      const int64_t j = c / uw;
+      acc = fmaf(ToFloat(wr[static_cast<int64_t>(ir[j]) * uw + (c - j * uw)]),
+                 xr[c], acc);
+    }
+  }
+  acc = WarpSum(acc);
+  if (lane == 0) y[r * out + o] = acc + LoadAsFloat(bias, bk, o, 0.f);
+}
+
+__global__ void GatherColumnsCopyKernel(const float* x, int64_t width,
+                                        const int32_t* ids, int k, int uw,
+                                        int rows, float* y) {
+  PdlWait();
+  const int64_t cols = static_cast<int64_t>(k) * uw;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= cols * rows) return;
+  const int64_t r = i / cols, c = i - r * cols, j = c / uw;
+  y[i] =
+      x[r * width + static_cast<int64_t>(ids[r * k + j]) * uw + (c - j * uw)];
+}
+
+template <typename T>
+__global__ void TransposeKernel(const T* w, int64_t rows, int64_t cols, T* wt) {
+  __shared__ T tile[32][33];
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = w[r * cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) wt[c * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
+}  // namespace
+
+absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
+                        const Tensor& bias, const Tensor* w_gate,
+                        const Tensor* b_gate, const int32_t* ids, int64_t k,
+                        int64_t unit_width, bool activate,
+                        Activation activation, Tensor* y) {
+  const bool gated = w_gate != nullptr;
+  const bool vec = Vec8(w, x.dim(1)) && IsAligned(x.raw_data(), 16) &&
+                   (!gated || IsAligned(w_gate->raw_data(), 16));
+  if (gated && w_gate->dtype() != w.dtype()) {
+    return absl::InvalidArgumentError("GatherGemv: up and gate dtypes differ");
+  }
+  return ByWeightType(w.dtype(), [&](auto t) {
+    using T = decltype(t);
+    return gated ? DispatchActivation<T, true>(ctx, vec, true, activation, x, w,
+                                               bias, w_gate, b_gate, ids, k,
+                                               unit_width, y)
+                 : DispatchActivation<T, false>(ctx, vec, activate, activation,
+                                                x, w, bias, nullptr, nullptr,
+                                                ids, k, unit_width, y);
+  });
+}
+
+int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
+                                 int64_t k, int64_t out) {
+  return rows * SplitsFor(ctx.sm_count(), rows, k, out) * out;
+}
+
+absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
+                         const Tensor& bias, const int32_t* ids, int64_t k,
+                         float* scratch, Tensor* y) {
+  const int64_t rows = x.dim(0), out = w_t.dim(1);
+  const int splits = SplitsFor(ctx.sm_count(), rows, k, out);
+  const bool vec = Vec8(w_t, out) && IsAligned(scratch, 16);
+  absl::Status status = ByWeightType(w_t.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const dim3 grid(
+        static_cast<unsigned>(CeilDiv(vec ? CeilDiv(out, 8) : out, kTThreads)),
+        static_cast<unsigned>(splits), static_cast<unsigned>(rows));
+    LaunchKernel(ctx.programmatic_launch(),
+                 vec ? GatherGemvTPartialKernel<T, true>
+                     : GatherGemvTPartialKernel<T, false>,
+                 grid, dim3(kTThreads), 0, ctx.stream(), x.data<float>(),
+                 static_cast<const T*>(w_t.raw_data()), out, ids,
+                 static_cast<int>(k), splits, scratch);
+    return LastLaunchStatus("GatherGemvTPartialKernel");
+  });
+  if (!status.ok()) return status;
+  LaunchKernel(ctx.programmatic_launch(), ReduceSplitsKernel,
+               dim3(static_cast<unsigned>(CeilDiv(rows * out, 256))), dim3(256),
+               0, ctx.stream(), static_cast<const float*>(scratch), splits, out,
+               static_cast<int>(rows), bias.empty() ? nullptr : bias.raw_data(),
+               bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
+               y->data<float>());
+  return LastLaunchStatus("ReduceSplitsKernel");
+}
+
+absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
+                               const Tensor& w, const Tensor& bias,
+                               const int32_t* ids, int64_t k,
+                               int64_t unit_width, Tensor* y) {
+  const int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
+  const bool vec =
+      unit_width % 8 == 0 && Vec8(w, in) && IsAligned(x.raw_data(), 16);
+  return ByWeightType(w.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const dim3 grid(static_cast<unsigned>(CeilDiv(out, 8)),
+                    static_cast<unsigned>(rows));
+    LaunchKernel(ctx.programmatic_launch(),
+                 vec ? GatherColumnsGemvKernel<T, true>
+                     : GatherColumnsGemvKernel<T, false>,
+                 grid, dim3(256), 0, ctx.stream(), x.data<float>(),
+                 static_cast<const T*>(w.raw_data()), in, out,
+                 bias.empty() ? nullptr : bias.raw_data(),
+                 bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
+                 ids, static_cast<int>(k), static_cast<int>(unit_width),
+                 y->data<float>());
+    return LastLaunchStatus("GatherColumnsGemvKernel");
+  });
+}
+
+absl::Status GatherColumnsCopy(DeviceContext& ctx, const Tensor& x,
+                               const int32_t* ids, int64_t k,
+                               int64_t unit_width, Tensor* y) {
+  const int64_t rows = x.dim(0), total = rows * k * unit_width;
+  LaunchKernel(ctx.programmatic_launch(), GatherColumnsCopyKernel,
+               dim3(static_cast<unsigned>(CeilDiv(total, 256))), dim3(256), 0,
+               ctx.stream(), x.data<float>(), x.dim(1), ids,
+               static_cast<int>(k), static_cast<int>(unit_width),
+               static_cast<int>(rows), y->data<float>());
+  return LastLaunchStatus("GatherColumnsCopyKernel");
+}
+
+absl::Status TransposeMatrix(DeviceContext& ctx, const Tensor& w, Tensor* w_t) {
+  const int64_t rows = w.dim(0), cols = w.dim(1);
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, 32)),
+                  static_cast<unsigned>(CeilDiv(rows, 32)));
+  return ByWeightType(w.dtype(), [&](auto t) {
+    using T = decltype(t);
+    TransposeKernel<T><<<grid, dim3(32, 8), 0, ctx.stream()>>>(
+        static_cast<const T*>(w.raw_data()), rows, cols,
+        static_cast<T*>(w_t->raw_data()));
+    return LastLaunchStatus("TransposeKernel");
+  });
+}
+
+}  // namespace dynsparse::cuda
