@@ -5,6 +5,7 @@
 #include "methods/dejavu/dejavu_method.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -116,6 +117,32 @@ TEST(DejavuMethodTest, SparseSelectionsChangeTheLogits) {
                  c, backend);
     ASSERT_NE(method, nullptr);
     EXPECT_NE(Logits(c, w, *method), expected) << selector;
+  }
+}
+
+// The graph's sparse execution of this method's selections (part B's
+// kernels) gives the masked logits; both differ from dense.
+TEST(DejavuMethodTest, SparseExecutionMatchesMasked) {
+  for (const ModelConfig& c : {Opt(), Llama()}) {
+    const ModelWeights w = RandomWeights(c, 3);
+    CpuBackend backend(1);
+    for (const char* selector : {"predictor", "oracle", "random"}) {
+      std::vector<float> out[2];
+      for (int sparse = 0; sparse < 2; ++sparse) {
+        auto method = Attached(
+            {absl::StrCat("selector=", selector), "predictors=random:8",
+             "mlp_keep=0.25", "head_keep=0.5", "seed=2",
+             sparse ? "execution=sparse" : "execution=masked"},
+            c, backend);
+        ASSERT_NE(method, nullptr);
+        out[sparse] = Logits(c, w, *method);
+      }
+      ASSERT_EQ(out[0].size(), out[1].size());
+      for (size_t i = 0; i < out[0].size(); ++i) {
+        ASSERT_NEAR(out[0][i], out[1][i], 1e-4f * (1 + std::fabs(out[0][i])))
+            << selector << " logit " << i;
+      }
+    }
   }
 }
 
