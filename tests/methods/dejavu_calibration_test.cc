@@ -52,7 +52,12 @@ class DejavuCalibrationTest : public ::testing::Test {
                                   *ids_, options, *dir_);
     ASSERT_TRUE(meta.ok()) << meta.status();
     meta_ = new nlohmann::json(*meta);
+  }
 
+  // Training is slow next to recording, and ctest runs each test in its own
+  // process: only the test that needs predictors trains them.
+  static void Train() {
+    if (trained_ != nullptr) return;
     TrainAllOptions train;
     train.mlp.rank = 48;
     train.heads.rank = 16;
@@ -148,6 +153,7 @@ TEST_F(DejavuCalibrationTest, LabelsMatchTheModelsActivations) {
 }
 
 TEST_F(DejavuCalibrationTest, TrainedPredictorsBeatChanceAndLoad) {
+  Train();
   ASSERT_NE(trained_, nullptr);
   ASSERT_EQ((*trained_)["layers"].size(), 6u);
   for (const auto& layer : (*trained_)["layers"]) {
