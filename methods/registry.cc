@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "methods/dejavu/dejavu_method.h"
+#include "methods/dejavu/dejavu_options.h"
 #include "methods/dense/dense.h"
 
 namespace dynsparse {
@@ -12,6 +14,10 @@ const std::vector<MethodInfo>& MethodRegistry() {
        "every token, head and neuron (the baseline)",
        {},
        &DenseMethod::Create},
+      {"dejavu",
+       "contextual sparsity: predicted (or oracle/random) MLP neurons and "
+       "heads per token (docs/dejavu.md)",
+       DejavuParameterNames(), &DejavuMethod::Create},
   };
   return *kMethods;
 }

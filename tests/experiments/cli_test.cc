@@ -245,7 +245,7 @@ TEST(CliBadInputTest, UnknownMethodListsValidOnes) {
   ExpectOneLineError(RunCli("generate --model " +
                             testing::FixturePath("models/tiny-llama-chat") +
                             " --prompt hi --method dejavoo"),
-                     {"unknown method 'dejavoo' (valid: dense)"});
+                     {"unknown method 'dejavoo' (valid: dense, dejavu)"});
 }
 
 TEST(CliBadInputTest, MissingTextFile) {

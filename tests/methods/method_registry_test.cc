@@ -14,7 +14,7 @@ TEST(MethodRegistryTest, UnknownMethodListsValidNames) {
   auto method = CreateMethod("dejavoo", MethodArgs());
   ASSERT_FALSE(method.ok());
   EXPECT_EQ(method.status().message(),
-            "unknown method 'dejavoo' (valid: dense)");
+            "unknown method 'dejavoo' (valid: dense, dejavu)");
 }
 
 TEST(MethodRegistryTest, UnknownParameterIsAnError) {
