@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "methods/combined/combined.h"
+#include "methods/dejavu/dejavu_method.h"
+#include "methods/dejavu/dejavu_options.h"
 #include "methods/dense/dense.h"
 #include "methods/lazyllm/lazyllm.h"
 
@@ -14,6 +16,10 @@ const std::vector<MethodInfo>& MethodRegistry() {
        "every token, head and neuron (the baseline)",
        {},
        &DenseMethod::Create},
+      {"dejavu",
+       "contextual sparsity: predicted (or oracle/random) MLP neurons and "
+       "heads per token (docs/dejavu.md)",
+       DejavuParameterNames(), &DejavuMethod::Create},
       {"lazyllm",
        "LazyLLM token pruning with Aux Cache revival (schedule or stages+keep)",
        LazyLlmMethod::Parameters(), &LazyLlmMethod::Create},

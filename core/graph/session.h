@@ -12,8 +12,8 @@
 #include "core/graph/kv_cache.h"
 #include "core/graph/method.h"
 #include "core/graph/rope.h"
-#include "core/graph/token_state.h"
 #include "core/graph/sparse_blocks.h"
+#include "core/graph/token_state.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 

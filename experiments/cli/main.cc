@@ -27,6 +27,10 @@ constexpr Command kCommands[] = {
      "run a YAML experiment config (sweeps, resumable, sharded)"},
     {"report", dynsparse::RunReport,
      "merge run folders into tables (md/csv/tex) and SVG plots"},
+    {"calibrate", dynsparse::RunCalibrate,
+     "DejaVu: record predictor inputs/labels, --train the predictors"},
+    {"profile", dynsparse::RunProfile,
+     "DejaVu: per-layer sparsity and predictor recall (K for 95/99%)"},
 };
 
 void PrintUsage() {

@@ -204,6 +204,9 @@ int RunRun(const CommandArgs& args) {
   options.git_sha = BuildGitSha();
   options.log = &std::cerr;
   options.terminal = isatty(STDERR_FILENO);
+  options.prepare = [](const Job& job) {
+    return PrepareDejavuJob(job, std::cerr);
+  };
   std::cerr << absl::StrFormat(
       "dynsparse run: %s, %d job(s) in shard %d/%d, results in %s (git %s)\n",
       loaded->config.name, SelectShard(all, *shard).size(), shard->index,

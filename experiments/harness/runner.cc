@@ -219,7 +219,14 @@ absl::StatusOr<RunSummary> RunExperiment(const LoadedConfig& config,
         absl::StrCat(job.model.label, " ", DescribeVariant(job.method));
     progress.BeginJob(position, description);
     size_t failed = 0;
-    auto opened = opener(job);
+    const absl::Status prepared =
+        options.prepare ? options.prepare(job) : absl::OkStatus();
+    auto opened = prepared.ok()
+                      ? opener(job)
+                      : absl::StatusOr<OpenedJob>(absl::Status(
+                            prepared.code(),
+                            absl::StrCat("preparing the job: ",
+                                         prepared.message())));
     for (size_t m : pending) {
       const json line = ResultLine(fields, specs[m], m, PairKey(job.key, m));
       std::vector<json> group =

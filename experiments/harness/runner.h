@@ -35,6 +35,9 @@ struct RunOptions {
   std::string git_sha = "unknown";
   std::ostream* log = nullptr;  // Progress; null = silent.
   bool terminal = false;        // Draw a progress bar on `log`.
+  // Run before a job's model opens (dejavu: calibrates missing predictors);
+  // an error fails that job's metrics like an opening error.
+  std::function<absl::Status(const Job&)> prepare;
 };
 
 struct RunSummary {

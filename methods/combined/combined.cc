@@ -36,9 +36,8 @@ absl::StatusOr<std::unique_ptr<Method>> CreateSide(const MethodArgs& args,
 }  // namespace
 
 const std::vector<std::string>& CombinedMethod::Parameters() {
-  static const auto* const kParameters =
-      new std::vector<std::string>{"token", "head_neuron", "token.*",
-                                   "head_neuron.*"};
+  static const auto* const kParameters = new std::vector<std::string>{
+      "token", "head_neuron", "token.*", "head_neuron.*"};
   return *kParameters;
 }
 
