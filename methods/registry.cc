@@ -2,9 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "methods/combined/combined.h"
 #include "methods/dejavu/dejavu_method.h"
 #include "methods/dejavu/dejavu_options.h"
 #include "methods/dense/dense.h"
+#include "methods/lazyllm/lazyllm.h"
 
 namespace dynsparse {
 
@@ -18,6 +20,13 @@ const std::vector<MethodInfo>& MethodRegistry() {
        "contextual sparsity: predicted (or oracle/random) MLP neurons and "
        "heads per token (docs/dejavu.md)",
        DejavuParameterNames(), &DejavuMethod::Create},
+      {"lazyllm",
+       "LazyLLM token pruning with Aux Cache revival (schedule or stages+keep)",
+       LazyLlmMethod::Parameters(), &LazyLlmMethod::Create},
+      {"combined",
+       "a token policy and a head/neuron policy composed (token=, "
+       "head_neuron=, token.*, head_neuron.*)",
+       CombinedMethod::Parameters(), &CombinedMethod::Create},
   };
   return *kMethods;
 }

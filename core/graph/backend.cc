@@ -63,6 +63,20 @@ void Backend::GatedMlp(const Tensor& h, const Tensor& w_up,
   Linear(*up, w_down, b_down, y);
 }
 
+void Backend::CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
+                       absl::Span<const int32_t> dst_rows, Tensor* dst) {
+  DS_CHECK(src.device() == Device::kCpu && dst->device() == Device::kCpu);
+  DS_CHECK(src_rows.size() == dst_rows.size());
+  const int64_t width = src.dim(1);
+  DS_CHECK(dst->dim(1) == width);
+  const float* from = src.data<float>();
+  float* to = dst->data<float>();
+  for (size_t i = 0; i < src_rows.size(); ++i) {
+    std::memcpy(to + dst_rows[i] * width, from + src_rows[i] * width,
+                static_cast<size_t>(width) * sizeof(float));
+  }
+}
+
 absl::StatusOr<Tensor> Backend::Upload(const Tensor& host) {
   if (device() != Device::kCpu) {
     return absl::UnimplementedError(

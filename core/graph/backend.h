@@ -24,17 +24,36 @@ namespace dynsparse {
 // Causal attention of `q` rows over the first `num_keys` rows of a layer's KV
 // cache. Query row i sits at position query_positions[i]; key row j sits at
 // position j and is visible to query i iff j <= query_positions[i].
+// Token pruning (LazyLLM) passes `key_positions` instead: the keys are the
+// cache rows key_positions[0..num_keys), ascending, each at its own (original)
+// position, visible to query i iff key_positions[j] <= query_positions[i].
 struct AttentionArgs {
   const Tensor* q = nullptr;        // [n, num_heads * head_dim]
   const Tensor* k_cache = nullptr;  // [capacity, num_kv_heads * head_dim]
   const Tensor* v_cache = nullptr;
   int64_t num_keys = 0;
   absl::Span<const int32_t> query_positions;
+  absl::Span<const int32_t> key_positions;  // Empty: keys 0..num_keys-1.
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;  // GQA: query head h reads kv head h / (H / KV).
   int64_t head_dim = 0;
   float scale = 1.0f;
   Tensor* out = nullptr;  // [n, num_heads * head_dim]
+};
+
+// The token-scoring probe of LazyLLM: the attention probabilities of one
+// query row over a set of cached keys, averaged over all query heads (GQA:
+// every query head, each reading its kv head). Only this row's scores exist,
+// never the n x n matrix; no causal mask (every key precedes the query).
+struct LastQueryArgs {
+  const Tensor* q = nullptr;        // [1, num_heads * head_dim], after RoPE
+  const Tensor* k_cache = nullptr;  // [capacity, num_kv_heads * head_dim]
+  absl::Span<const int32_t> key_positions;  // Cache rows scored, ascending.
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  Tensor* out = nullptr;  // f32 [key_positions.size()]
 };
 
 // Lazy K/V completion for skipped heads (DejaVu's ring, METHODS.md §1.8;
@@ -219,6 +238,18 @@ class Backend {
 
   // Copies a device tensor to a host f32 tensor (identity on CPU).
   virtual Tensor ToHost(const Tensor& x) = 0;
+
+  // Token-axis ops (LazyLLM, core/graph/session_tokens.cc).
+  // dst[dst_rows[i], :] = src[src_rows[i], :] for f32 matrices of one width:
+  // row gathers (compaction) and scatters (Aux Cache writes) in one op.
+  // Default: host memory only; device backends override.
+  virtual void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
+                        absl::Span<const int32_t> dst_rows, Tensor* dst);
+  virtual void LastQueryAttention(const LastQueryArgs& args) = 0;
+  // A copy whose values are valid on return, even inside a step: the host
+  // decides on them before the step goes on (token selection). A backend that
+  // replays recorded steps cannot honour it and runs such steps eagerly.
+  virtual Tensor ReadNow(const Tensor& x) { return ToHost(x); }
 
   // Timing support for `dynsparse bench` and the latency metric.
   // Device time of the last completed step in ms (CUDA events around the

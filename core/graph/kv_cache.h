@@ -24,6 +24,8 @@ class KvCache {
 
   Tensor& keys(int64_t layer) { return keys_[layer]; }
   Tensor& values(int64_t layer) { return values_[layer]; }
+  const Tensor& keys(int64_t layer) const { return keys_[layer]; }
+  const Tensor& values(int64_t layer) const { return values_[layer]; }
   int64_t bytes() const;
 
  private:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/graph/backend.h"
 #include "core/graph/unit_selection.h"
 #include "core/model_config.h"
@@ -27,10 +28,30 @@ struct LayerSite {
   Phase phase = Phase::kPrefill;
 };
 
-// Which of the rows entering a layer flow on (token pruning, LazyLLM).
+// Which of the candidate tokens entering a layer flow on (token pruning,
+// LazyLLM). Candidates the graph protects are kept whatever the method says.
 struct TokenSelection {
   bool all = true;
-  std::vector<int32_t> keep_rows;  // Row indices kept, ascending.
+  std::vector<int32_t> keep_rows;  // Candidate indices kept, ascending.
+};
+
+// The tokens a method may select from before layer l >= 1: those live at
+// layer l - 1 in this step (every step starts from the full context at layer
+// 0, so sets are nested within a step). Positions are original positions.
+class TokenCandidates {
+ public:
+  virtual ~TokenCandidates() = default;
+  // Ascending original positions of the candidates.
+  virtual absl::Span<const int32_t> positions() const = 0;
+  // Positions >= first_new() arrived in this step (the prompt in prefill).
+  virtual int32_t first_new() const = 0;
+  // Candidates at indices >= first_protected() are always kept: the last
+  // token and any row whose logits the caller asked for.
+  virtual int64_t first_protected() const = 0;
+  // Layer l - 1's attention probabilities from the step's last token over
+  // the candidates (the same keys it attended to), averaged over all query
+  // heads. Computed on the first call only (a device round trip).
+  virtual absl::Span<const float> LastQueryAttention() = 0;
 };
 
 // How the graph executes head/neuron selections. Both give the same numbers
@@ -53,8 +74,11 @@ class Method {
   // Called before the first token of every new sequence.
   virtual void BeginSequence() {}
 
-  // Before a layer: which of the `num_rows` rows flow into it.
-  virtual void SelectTokens(const LayerSite& site, int64_t num_rows,
+  // True when the method prunes tokens: Session then keeps per-layer KV
+  // presence and the Aux Cache and calls SelectTokens before layers >= 1.
+  virtual bool SelectsTokens() const { return false; }
+  // Before layer site.layer >= 1: which candidates flow into it.
+  virtual void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                             TokenSelection* keep) {}
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].

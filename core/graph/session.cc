@@ -18,11 +18,15 @@ Session::Session(const ModelConfig& config, const ModelWeights& weights,
       cache_(config, max_tokens, backend),
       sparse_(config, weights, backend, rope_,
               method.execution() == SparseExecution::kSparse) {
+  if (method_.SelectsTokens()) {
+    tokens_ = std::make_unique<TokenState>(config, max_tokens);
+  }
   method_.BeginSequence();
 }
 
 void Session::Reset() {
   cache_.set_length(0);
+  if (tokens_ != nullptr) tokens_->Clear();
   method_.BeginSequence();
 }
 
@@ -33,6 +37,7 @@ absl::Status Session::Truncate(int64_t length) {
                      "-token sequence to ", length, " tokens"));
   }
   cache_.set_length(length);
+  if (tokens_ != nullptr) tokens_->Truncate(length);
   return absl::OkStatus();
 }
 
@@ -81,6 +86,7 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
   // A backend that deferred the step (CUDA graph replay) may ask for it to
   // be run again; the second attempt runs eagerly.
   for (int attempt = 0;; ++attempt) {
+    if (tokens_ != nullptr) tokens_->BeginStep();
     backend_.BeginStep(n);
     absl::StatusOr<Tensor> logits =
         RunStep(tokens, positions, phase, first_logit_row);
@@ -91,6 +97,7 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
       cache_.set_length(length() + n);
       return logits;
     }
+    if (tokens_ != nullptr) tokens_->Rollback();  // Nothing of it counts.
     if (attempt > 0) {
       return absl::InternalError(
           absl::StrCat(backend_.name(), " asked to rerun a step twice"));
@@ -104,27 +111,29 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
   const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor x = Embed(tokens, positions);
   Tensor pending;  // Pre-norm: the last block's output, not yet added to x.
-  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
-    TokenSelection keep;
-    method_.SelectTokens({layer, phase}, n, &keep);
-    if (!keep.all) {
-      return absl::UnimplementedError(
-          "token pruning needs the token-axis machinery (LazyLLM issue)");
+  if (tokens_ != nullptr) {
+    absl::Status s =
+        RunTokenLayers(positions, phase, first_logit_row, &x, &pending);
+    if (!s.ok()) return s;
+  } else {
+    for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+      RunLayer(layer, phase, positions, &x, &pending);
     }
-    RunLayer(layer, phase, positions, &x, &pending);
   }
 
-  Tensor rows = x.Rows(first_logit_row, n);
+  // Token pruning leaves fewer rows in x; the logit rows are always its last.
   const int64_t out_rows = n - first_logit_row;
+  const int64_t first_row = x.dim(0) - out_rows;
+  Tensor rows = x.Rows(first_row, x.dim(0));
   if (!pending.empty() && config_.final_norm) {
     Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
-    backend_.AddNorm(pending.Rows(first_logit_row, n), &rows,
+    backend_.AddNorm(pending.Rows(first_row, x.dim(0)), &rows,
                      config_.family != ModelFamily::kOpt, weights_.final_norm_w,
                      weights_.final_norm_b, config_.norm_eps, &normed);
     rows = normed;
   } else {
     if (!pending.empty()) {
-      backend_.AddInPlace(pending.Rows(first_logit_row, n), &rows);
+      backend_.AddInPlace(pending.Rows(first_row, x.dim(0)), &rows);
     }
     if (config_.final_norm) {
       Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
@@ -219,8 +228,11 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
   UnitSelection heads;
   method_.SelectHeads({layer, phase}, *x, &heads);
+  // Token pruning needs the dense attention below (live keys, the probe's
+  // query); head sparsity then still applies to W_O (OutOfKept).
   if (sparse_.enabled() && !heads.all && !heads.oracle &&
-      phase == Phase::kDecode && n == 1 && !method_.observes()) {
+      phase == Phase::kDecode && n == 1 && !method_.observes() &&
+      tokens_ == nullptr) {
     Tensor out = sparse_.DecodeAttention(layer, h, positions, heads, &cache_);
     EndBlock(out, w.attn_norm_w, w.attn_norm_b, x, pending);
     return;
@@ -259,6 +271,13 @@ void Session::Attention(int64_t layer, Phase phase,
   args.head_dim = config_.head_dim;
   args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   args.out = &context;
+  if (tokens_ != nullptr) {  // Token pruning: keys live at this layer.
+    if (!live_keys_.empty()) {
+      args.key_positions = live_keys_;
+      args.num_keys = static_cast<int64_t>(live_keys_.size());
+    }
+    last_query_ = q.Rows(n - 1, n);
+  }
   backend_.Attention(args);
   if (method_.observes()) {
     method_.ObserveHeads({layer, phase}, backend_.ToHost(context));

@@ -4,6 +4,7 @@
 #define DYNSPARSE_CORE_GRAPH_SESSION_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -12,6 +13,7 @@
 #include "core/graph/method.h"
 #include "core/graph/rope.h"
 #include "core/graph/sparse_blocks.h"
+#include "core/graph/token_state.h"
 #include "core/model_config.h"
 #include "core/model_weights.h"
 
@@ -40,6 +42,8 @@ class Session {
   int64_t length() const { return cache_.length(); }
   int64_t capacity() const { return cache_.capacity(); }
   const KvCache& cache() const { return cache_; }
+  // Token pruning state (null unless the method selects tokens).
+  const TokenState* token_state() const { return tokens_.get(); }
 
  private:
   absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
@@ -67,6 +71,11 @@ class Session {
                  absl::Span<const int32_t> positions, Tensor* x,
                  Tensor* pending);
   void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
+  // The layers of a step under token pruning (session_tokens.cc): leaves in
+  // x the rows computed at the last layer, the logit rows last.
+  absl::Status RunTokenLayers(absl::Span<const int32_t> positions, Phase phase,
+                              int64_t first_logit_row, Tensor* x,
+                              Tensor* pending);
   // An oracle selection becomes ids: per row, the units of `x` (blocks of
   // `unit_width` columns) with the largest L2 norm.
   void ResolveOracle(const Tensor& x, int64_t unit_width,
@@ -78,6 +87,12 @@ class Session {
   Method& method_;
   RopeTable rope_;
   KvCache cache_;
+  // Token pruning (LazyLLM): the state, the keys of the layer being run
+  // (empty: every position up to the query) and the last row's query of the
+  // last layer run, for the scoring probe.
+  std::unique_ptr<TokenState> tokens_;
+  absl::Span<const int32_t> live_keys_;
+  Tensor last_query_;
   SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
 };
 

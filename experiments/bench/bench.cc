@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
+#include "experiments/bench/token_work.h"
 
 #ifndef DYNSPARSE_GIT_SHA
 #define DYNSPARSE_GIT_SHA "unknown"
@@ -112,6 +113,8 @@ nlohmann::json BenchResult::ToJson() const {
   j["achieved_gbps"] = achieved_gbps;
   j["floor_ratio"] = floor_ms > 0 ? decode_ms_median / floor_ms : 0.0;
   j["git_sha"] = git_sha;
+  j["method"] = method;
+  for (const auto& [key, value] : token_work.items()) j[key] = value;
   return j;
 }
 
@@ -128,6 +131,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   BenchResult r;
   r.device = DeviceName(backend.device());
   r.backend = backend.name();
+  r.method = method.name();
   r.batch = o.batch;
   r.prompt = o.prompt;
   r.new_tokens = o.new_tokens;
@@ -150,6 +154,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
 
   Session session(config, weights, backend, method, capacity);
   std::vector<double> ttft, device_ms;
+  TokenWork token_work;
   for (int64_t rep = 0; rep <= o.repeats; ++rep) {
     session.Reset();
     const auto t0 = std::chrono::steady_clock::now();
@@ -168,7 +173,9 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
         if (dev >= 0) device_ms.push_back(dev);
       }
     }
+    if (rep > 0) token_work.Add(session);
   }
+  r.token_work = token_work.ToJson();
   r.ttft_ms = Percentile(ttft, 0.5);
   r.prefill_tflops =
       PrefillFlops(config, weights, o.prompt) / (r.ttft_ms * 1e-3) / 1e12;

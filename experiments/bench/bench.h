@@ -32,6 +32,7 @@ struct BenchResult {
   std::string model;
   std::string device;
   std::string backend;  // Backend::name()
+  std::string method;   // Method::name()
   std::string dtype;
   int64_t batch = 1;
   int64_t prompt = 0;
@@ -50,6 +51,9 @@ struct BenchResult {
   double floor_ms = 0;           // bytes_per_step / bandwidth.
   double achieved_gbps = 0;      // bytes_per_step / decode_ms_median.
   std::string git_sha;
+  // Token pruning (LazyLLM): TokenWork::ToJson of the measured sequences;
+  // empty for methods that keep every token.
+  nlohmann::json token_work = nlohmann::json::object();
 
   nlohmann::json ToJson() const;
 };

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
@@ -137,6 +138,20 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ParseZip(
   return out;
 }
 
+// A method's parameter list may name a family of keys as "prefix.*" (the
+// combined method passes "token.keep" etc. on to its sides).
+bool TakesParameter(const std::vector<std::string>& parameters,
+                    const std::string& key) {
+  for (const std::string& p : parameters) {
+    if (p == key) return true;
+    if (absl::EndsWith(p, ".*") &&
+        absl::StartsWith(key, p.substr(0, p.size() - 1))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<MethodSpec> ParseMethod(const json& node,
                                        const std::string& path,
                                        const std::vector<MethodInfo>& table) {
@@ -158,8 +173,7 @@ absl::StatusOr<MethodSpec> ParseMethod(const json& node,
   for (const auto& [key, value] : node.items()) {
     if (key == "name" || key == "zip") continue;
     const std::string kpath = r.Path(key);
-    if (std::find(info->parameters.begin(), info->parameters.end(), key) ==
-        info->parameters.end()) {
+    if (!TakesParameter(info->parameters, key)) {
       return Bad(kpath, absl::StrCat("unknown parameter '", key,
                                      "' of method '", spec.name, "' ",
                                      info->parameters.empty()

@@ -89,6 +89,12 @@ absl::StatusOr<std::vector<MetricRow>> LatencyMetric::Run(
     add("tokens_per_s", r->tokens_per_s, steps);
     add("achieved_gbps", r->achieved_gbps, steps);
     add("floor_ms", r->floor_ms, steps);
+    if (!r->token_work.empty()) {  // Token pruning (LazyLLM) instrumentation.
+      add("computed_fraction", r->token_work["prefill_computed_fraction"],
+          options.repeats);
+      add("ideal_ttft_speedup", r->token_work["ideal_ttft_speedup"],
+          options.repeats);
+    }
   }
   if (progress) progress(total, total);
   return rows;

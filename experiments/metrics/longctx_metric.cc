@@ -11,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/graph/session.h"
 #include "datasets/tasks/jsonl.h"
+#include "experiments/bench/token_work.h"
 #include "experiments/generation.h"
 #include "experiments/metrics/longbench_scores.h"
 #include "experiments/metrics/passkey.h"
@@ -99,6 +100,7 @@ class LongctxMetric : public Metric {
                       *model.method, context);
       for (double depth : o_.depths) {
         int64_t found = 0;
+        TokenWork work;
         for (int64_t t = 0; t < o_.trials; ++t) {
           auto p = MakePasskeyPrompt(*model.tokenizer, context - MaxNew(),
                                      depth, o_.seed * 1000003 + t);
@@ -106,6 +108,7 @@ class LongctxMetric : public Metric {
           auto out = GenerateGreedy(model, session, p->tokens, MaxNew());
           if (!out.ok()) return out.status();
           found += PasskeyFound(model.tokenizer->Decode(*out, true), p->key);
+          work.Add(session);
           if (progress) progress(++done, total);
         }
         MetricRow& row = rows.emplace_back();
@@ -117,6 +120,7 @@ class LongctxMetric : public Metric {
                        {"depth", depth},
                        {"max_new_tokens", MaxNew()},
                        {"seed", o_.seed}};
+        AddTokenWork(work, &rows);
       }
     }
     return rows;
@@ -134,6 +138,7 @@ class LongctxMetric : public Metric {
     Session session(model.model->config, model.model->weights, *model.backend,
                     *model.method, max_length + MaxNew());
     double sum = 0;
+    TokenWork work;
     for (size_t i = 0; i < n; ++i) {
       JsonFields f(o_.file, (*lines)[i]);
       auto context = f.String("context");
@@ -162,6 +167,7 @@ class LongctxMetric : public Metric {
       if (!out.ok()) return out.status();
       sum += ScoreOne(o_.score, model.tokenizer->Decode(*out, true), *answers,
                       classes);
+      work.Add(session);
       if (progress) progress(static_cast<int64_t>(i + 1), n);
     }
     MetricRow row;
@@ -172,7 +178,28 @@ class LongctxMetric : public Metric {
     row.details = {{"prompt", o_.prompt},
                    {"max_length", max_length},
                    {"max_new_tokens", MaxNew()}};
-    return std::vector<MetricRow>{row};
+    std::vector<MetricRow> rows = {row};
+    AddTokenWork(work, &rows);
+    return rows;
+  }
+
+  // Token pruning: the computed fraction and ideal TTFT speedup beside the
+  // last row (same task), and in its details.
+  static void AddTokenWork(const TokenWork& work,
+                           std::vector<MetricRow>* rows) {
+    if (work.empty()) return;
+    MetricRow& last = rows->back();
+    const nlohmann::json fields = work.ToJson();  // Outlives the loop.
+    for (const auto& [key, value] : fields.items()) last.details[key] = value;
+    MetricRow fraction = last;
+    fraction.metric = "computed_fraction";
+    fraction.value = work.prefill_fraction();
+    fraction.stderr_value.reset();
+    MetricRow speedup = fraction;
+    speedup.metric = "ideal_ttft_speedup";
+    speedup.value = work.ideal_ttft_speedup();
+    rows->push_back(std::move(fraction));
+    rows->push_back(std::move(speedup));
   }
 
   LongctxOptions o_;

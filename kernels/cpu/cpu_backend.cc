@@ -67,6 +67,10 @@ void CpuBackend::WriteRows(const Tensor& rows,
 
 void CpuBackend::Attention(const AttentionArgs& args) { cpu::Attention(args); }
 
+void CpuBackend::LastQueryAttention(const LastQueryArgs& args) {
+  cpu::LastQueryAttention(args);
+}
+
 void CpuBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
                            Tensor* x) {
   cpu::MaskUnits(keep, unit_width, x);

@@ -37,6 +37,7 @@ class CpuBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override { return x; }
+  void LastQueryAttention(const LastQueryArgs& args) override;
 
   // Sparse execution (cpu_sparse.h).
   bool SupportsSparse() const override { return true; }

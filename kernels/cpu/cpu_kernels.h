@@ -38,6 +38,8 @@ void WriteRows(const Tensor& rows, absl::Span<const int32_t> positions,
                Tensor* cache);
 void MaskUnits(const UnitSelection& keep, int64_t unit_width, Tensor* x);
 void Attention(const AttentionArgs& args);
+// Backend::LastQueryAttention (cpu_token_ops.cc).
+void LastQueryAttention(const LastQueryArgs& args);
 
 }  // namespace dynsparse::cpu
 

@@ -9,6 +9,7 @@
 // Decode: lane j owns head dimensions j, j+32, ...; each warp takes 8 keys of
 // the block's 64-key chunk with all their loads issued before any reduction.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <mutex>
 
@@ -31,6 +32,9 @@ struct KernelArgs {
   const float* k;
   const float* v;
   const int32_t* positions;
+  // Token pruning: key j is cache row key_rows[j] at that position
+  // (ascending, max_keys of them); null: key j is row j at position j.
+  const int32_t* key_rows;
   float* out;
   float* scratch;
   int* counters;  // decode: [n, heads] zeroed, or null (separate combine)
@@ -46,6 +50,25 @@ struct KernelArgs {
   float scale;
   bool vec4;  // head_dim % 4 == 0 and 16-byte aligned rows
 };
+
+__device__ __forceinline__ int KeyRow(const KernelArgs& a, int j) {
+  return a.key_rows == nullptr ? j : a.key_rows[j];
+}
+
+// Keys visible to a query at `pos`: a prefix of the key list.
+__device__ __forceinline__ int VisibleKeys(const KernelArgs& a, int pos) {
+  if (a.key_rows == nullptr) return min(pos + 1, a.max_keys);
+  int lo = 0, hi = a.max_keys;  // First index whose position exceeds pos.
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (a.key_rows[mid] <= pos) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
 
 template <int D>
 constexpr int PrefillSmemBytes() {
@@ -69,7 +92,7 @@ __device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
       float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
       if (k0 + r < limit && d < a.head_dim) {
         val = *reinterpret_cast<const float4*>(
-            base + static_cast<int64_t>(k0 + r) * a.kv_stride +
+            base + static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
             static_cast<int64_t>(kvh) * a.head_dim + d);
       }
       *reinterpret_cast<float4*>(tile + r * stride + d) = val;
@@ -80,7 +103,7 @@ __device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
       const int d = idx % D;
       float val = 0.f;
       if (k0 + r < limit && d < a.head_dim) {
-        val = base[static_cast<int64_t>(k0 + r) * a.kv_stride +
+        val = base[static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
                    static_cast<int64_t>(kvh) * a.head_dim + d];
       }
       tile[r * stride + d] = val;
@@ -121,9 +144,9 @@ __global__ void __launch_bounds__(kThreads)
     qs[r * kQStride + d] = val;
   }
   __syncthreads();
-  int kmax = 0;
-  for (int r = 0; r < kTileQ; ++r) kmax = max(kmax, qpos[r] + 1);
-  kmax = min(kmax, a.max_keys);
+  int max_pos = -1;
+  for (int r = 0; r < kTileQ; ++r) max_pos = max(max_pos, qpos[r]);
+  const int kmax = max_pos < 0 ? 0 : VisibleKeys(a, max_pos);
 
   const int r0 = warp * kRowsPerWarp;
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kCols];
@@ -158,9 +181,10 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     const int key = k0 + lane;
+    const int key_pos = key < kmax ? KeyRow(a, key) : INT_MAX;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      float sr = (key < kmax && key <= my_pos[r]) ? s[r] : -INFINITY;
+      float sr = key_pos <= my_pos[r] ? s[r] : -INFINITY;
       float tile_max = sr;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) {
@@ -241,6 +265,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   __shared__ __align__(16) __half ks[kMmaKeys * kKStride];
   __shared__ __align__(16) __half vs[kMmaKeys * kKStride];
   __shared__ int kmax_shared;
+  __shared__ int kpos[kMmaKeys];  // Positions of the staged keys.
 
   const int h = blockIdx.y;
   const int kvh = h / a.group;
@@ -278,7 +303,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     }
   }
   __syncthreads();
-  const int kmax = min(kmax_shared, a.max_keys);
+  const int kmax = kmax_shared == 0 ? 0 : VisibleKeys(a, kmax_shared - 1);
 
   float o[D / 8][4];
 #pragma unroll
@@ -289,14 +314,18 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     __syncthreads();  // The previous tile is consumed.
     // Stage K (row-major) and V (transposed) as f16; rows past kmax are
     // zero (the cache beyond the sequence holds arbitrary bytes).
+    for (int r = threadIdx.x; r < kMmaKeys; r += kMmaWarps * 32) {
+      kpos[r] = k0 + r < kmax ? KeyRow(a, k0 + r) : INT_MAX;
+    }
     for (int idx = threadIdx.x; idx < kMmaKeys * D / 4; idx += kMmaWarps * 32) {
       const int r = idx / (D / 4);
       const int d = (idx % (D / 4)) * 4;
       float4 kv = make_float4(0.f, 0.f, 0.f, 0.f);
       float4 vv = kv;
       if (k0 + r < kmax) {
-        const int64_t off = static_cast<int64_t>(k0 + r) * a.kv_stride +
-                            static_cast<int64_t>(kvh) * D + d;
+        const int64_t off =
+            static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
+            static_cast<int64_t>(kvh) * D + d;
         kv = *reinterpret_cast<const float4*>(a.k + off);
         vv = *reinterpret_cast<const float4*>(a.v + off);
       }
@@ -327,9 +356,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     for (int j = 0; j < kMmaKeys / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int key = k0 + 8 * j + 2 * t + e;
-        if (key >= kmax || key > pos_a) sc[j][e] = -INFINITY;
-        if (key >= kmax || key > pos_b) sc[j][2 + e] = -INFINITY;
+        const int key_pos = kpos[8 * j + 2 * t + e];
+        if (key_pos > pos_a) sc[j][e] = -INFINITY;
+        if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
         tile_a = fmaxf(tile_a, sc[j][e]);
         tile_b = fmaxf(tile_b, sc[j][2 + e]);
       }
@@ -452,7 +481,8 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       const int d = lane + 32 * c;
       kv[j][c] =
           (key0 + j < limit && d < a.head_dim)
-              ? a.k[static_cast<int64_t>(key0 + j) * a.kv_stride + col0 + d]
+              ? a.k[static_cast<int64_t>(KeyRow(a, key0 + j)) * a.kv_stride +
+                    col0 + d]
               : 0.f;
     }
   }
@@ -474,7 +504,8 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       const int d = lane + 32 * c;
       kv[j][c] =
           (key0 + j < limit && d < a.head_dim)
-              ? a.v[static_cast<int64_t>(key0 + j) * a.kv_stride + col0 + d]
+              ? a.v[static_cast<int64_t>(KeyRow(a, key0 + j)) * a.kv_stride +
+                    col0 + d]
               : 0.f;
     }
   }
@@ -562,7 +593,7 @@ __global__ void __launch_bounds__(kThreads)
   const int chunk = blockIdx.x;
   const int h = blockIdx.y;
   const int row = blockIdx.z;
-  const int limit = min(a.positions[row] + 1, a.max_keys);
+  const int limit = VisibleKeys(a, a.positions[row]);
   const int chunk0 = chunk * static_cast<int>(kDecodeKeysPerChunk);
   float* entry = ScratchEntry(a, row, h, chunk);
   if (chunk0 >= limit) {  // Nothing visible: an empty partial.
@@ -631,6 +662,7 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->k = args.k_cache->data<float>();
   a->v = args.v_cache->data<float>();
   a->positions = args.positions;
+  a->key_rows = args.key_rows;
   a->out = args.out->data<float>();
   a->scratch = nullptr;
   a->counters = args.counters;
@@ -644,6 +676,14 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->q_stride = q_width;
   a->kv_stride = kv_width;
   a->max_keys = static_cast<int>(args.k_cache->dim(0));
+  if (args.key_rows != nullptr) {
+    if (args.num_keys < 0 || args.num_keys > args.k_cache->dim(0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attention: ", args.num_keys, " listed keys for a cache of ",
+          args.k_cache->dim(0), " rows"));
+    }
+    a->max_keys = static_cast<int>(args.num_keys);
+  }
   a->chunks =
       static_cast<int>(CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
   a->scale = args.scale;

@@ -30,6 +30,11 @@ struct DeviceAttentionArgs {
   const Tensor* k_cache = nullptr;  // f32 [capacity, kv_heads * head_dim]
   const Tensor* v_cache = nullptr;
   const int32_t* positions = nullptr;  // device i32 [n]
+  // Token pruning (LazyLLM): the keys are the cache rows key_rows[0..
+  // num_keys), device i32, ascending; each row sits at its own position and
+  // is visible to query i iff key_rows[j] <= positions[i]. Null: every row.
+  const int32_t* key_rows = nullptr;
+  int64_t num_keys = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;  // <= kMaxAttentionHeadDim

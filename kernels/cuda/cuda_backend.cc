@@ -529,6 +529,11 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   d.head_dim = args.head_dim;
   d.scale = args.scale;
   d.out = args.out;
+  if (!args.key_positions.empty()) {  // Token pruning: the live keys only.
+    if (!EagerOnly()) return;
+    d.key_rows = StageIndices(args.key_positions, &sig);
+    d.num_keys = args.num_keys;
+  }
   if (n <= 8) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.

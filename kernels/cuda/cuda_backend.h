@@ -113,6 +113,11 @@ class CudaBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;
+  // Token-axis ops (cuda_backend_tokens.cc); eager only.
+  void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
+                absl::Span<const int32_t> dst_rows, Tensor* dst) override;
+  void LastQueryAttention(const LastQueryArgs& args) override;
+  Tensor ReadNow(const Tensor& x) override;
 
   // Sparse execution (sparse_ops.h): device ids used in place, host ids
   // staged, so sparse decode steps replay as one graph.
@@ -178,6 +183,9 @@ class CudaBackend : public Backend {
   // a device fault, neither of which Session can recover from.
   void Check(const absl::Status& status, const char* op);
   absl::Status FinishCopies();
+  // Token ops: true in eager mode; otherwise marks the step for an eager
+  // rerun and stops graph capture (token steps are data dependent).
+  bool EagerOnly();
   void* WorkspaceAddress();
 
   std::unique_ptr<DeviceContext> ctx_;

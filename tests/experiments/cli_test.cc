@@ -242,10 +242,11 @@ TEST(CliBadInputTest, MalformedTokenizerJson) {
 }
 
 TEST(CliBadInputTest, UnknownMethodListsValidOnes) {
-  ExpectOneLineError(RunCli("generate --model " +
-                            testing::FixturePath("models/tiny-llama-chat") +
-                            " --prompt hi --method dejavoo"),
-                     {"unknown method 'dejavoo' (valid: dense, dejavu)"});
+  ExpectOneLineError(
+      RunCli("generate --model " +
+             testing::FixturePath("models/tiny-llama-chat") +
+             " --prompt hi --method dejavoo"),
+      {"unknown method 'dejavoo' (valid: dense, dejavu, lazyllm, combined)"});
 }
 
 TEST(CliBadInputTest, MissingTextFile) {

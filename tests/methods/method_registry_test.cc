@@ -14,7 +14,8 @@ TEST(MethodRegistryTest, UnknownMethodListsValidNames) {
   auto method = CreateMethod("dejavoo", MethodArgs());
   ASSERT_FALSE(method.ok());
   EXPECT_EQ(method.status().message(),
-            "unknown method 'dejavoo' (valid: dense, dejavu)");
+            "unknown method 'dejavoo' (valid: dense, dejavu, lazyllm, "
+            "combined)");
 }
 
 TEST(MethodRegistryTest, UnknownParameterIsAnError) {

@@ -1,0 +1,191 @@
+// Session's token path (LazyLLM, shared/METHODS.md §2.3): every step starts
+// from the full context at layer 0; before each later layer the method picks
+// the tokens that flow on from those live at the previous layer. At layer l,
+// of the live set T_l only the tokens without K/V at l are computed (C_l):
+//   - rows computed at l - 1 in this step (still in x), or
+//   - tokens dropped after l - 1 in an earlier step, revived from Aux(l - 1).
+// Computed rows dropped before l go to Aux(l - 1). Attention runs C_l's rows
+// as queries over T_l's cached keys, causal by original position, and RoPE
+// uses original positions throughout. Presence only grows, so a (token,
+// layer) is computed at most once per sequence (TokenState counts it).
+//
+// Why T_l and not every token with K/V at l as keys: a token the method
+// dropped is out of the layer's context in this step (Lazy-Llama does the
+// same); with keep 1.0 the two coincide.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph/session.h"
+
+namespace dynsparse {
+namespace {
+
+class Candidates : public TokenCandidates {
+ public:
+  Candidates(absl::Span<const int32_t> positions, int32_t first_new,
+             int64_t first_protected, std::function<Tensor()> probe)
+      : positions_(positions),
+        first_new_(first_new),
+        first_protected_(first_protected),
+        probe_(std::move(probe)) {}
+
+  absl::Span<const int32_t> positions() const override { return positions_; }
+  int32_t first_new() const override { return first_new_; }
+  int64_t first_protected() const override { return first_protected_; }
+  absl::Span<const float> LastQueryAttention() override {
+    if (scores_.empty()) scores_ = probe_();
+    return absl::MakeConstSpan(scores_.data<float>(),
+                               static_cast<size_t>(scores_.numel()));
+  }
+
+ private:
+  absl::Span<const int32_t> positions_;
+  int32_t first_new_;
+  int64_t first_protected_;
+  std::function<Tensor()> probe_;
+  Tensor scores_;
+};
+
+// The live set after a selection: the kept candidates plus the protected
+// ones, ascending. Rejects indices that are out of range or not ascending.
+absl::Status ApplySelection(const TokenSelection& keep, int64_t layer,
+                            int64_t first_protected,
+                            std::vector<int32_t>* live) {
+  std::vector<int32_t> next;
+  next.reserve(live->size());
+  int64_t previous = -1;
+  for (int32_t i : keep.keep_rows) {
+    if (i <= previous || i >= static_cast<int64_t>(live->size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "token selection before layer ", layer, ": candidate index ", i,
+          " is out of range or not ascending (", live->size(), " candidates)"));
+    }
+    previous = i;
+    if (i < first_protected) next.push_back((*live)[i]);
+  }
+  for (int64_t i = first_protected; i < static_cast<int64_t>(live->size());
+       ++i) {
+    next.push_back((*live)[i]);
+  }
+  *live = std::move(next);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
+                                     Phase phase, int64_t first_logit_row,
+                                     Tensor* x, Tensor* pending) {
+  TokenState& state = *tokens_;
+  const int32_t first_new = positions.front();
+  const int32_t end = positions.back() + 1;
+  const int32_t protect_from = positions[first_logit_row];
+  if (first_new == 0) state.BeginPrompt(end);
+
+  std::vector<int32_t> live(static_cast<size_t>(end));  // T_l
+  for (int32_t p = 0; p < end; ++p) live[p] = p;
+  std::vector<int32_t> rows(positions.begin(), positions.end());  // x's rows
+  bool contiguous = true;  // live == [0, end)
+
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    int64_t revived = 0;
+    if (layer > 0) {
+      const int64_t first_protected =
+          std::lower_bound(live.begin(), live.end(), protect_from) -
+          live.begin();
+      const std::vector<int32_t>& keys = live;
+      Candidates candidates(keys, first_new, first_protected, [&, layer] {
+        Tensor probs =
+            backend_.Allocate(DType::kF32, {static_cast<int64_t>(keys.size())});
+        LastQueryArgs args;
+        args.q = &last_query_;
+        args.k_cache = &cache_.keys(layer - 1);
+        args.key_positions = keys;
+        args.num_heads = config_.num_heads;
+        args.num_kv_heads = config_.num_kv_heads;
+        args.head_dim = config_.head_dim;
+        args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+        args.out = &probs;
+        backend_.LastQueryAttention(args);
+        return backend_.ReadNow(probs);
+      });
+      TokenSelection keep;
+      method_.SelectTokens({layer, phase}, candidates, &keep);
+      if (!keep.all) {
+        const size_t before = live.size();
+        absl::Status s = ApplySelection(keep, layer, first_protected, &live);
+        if (!s.ok()) return s;
+        contiguous = contiguous && live.size() == before;
+      }
+
+      // C_l = T_l minus the tokens with K/V at this layer. Rows of x lack
+      // K/V here (they lacked it at l - 1 until this step), so a merge of
+      // two ascending lists sorts every token into batch, revival or drop.
+      std::vector<int32_t> compute;
+      compute.reserve(live.size());
+      for (int32_t p : live) {
+        if (!state.present(layer, p)) compute.push_back(p);
+      }
+      if (compute != rows) {
+        if (!pending->empty()) {  // Fold the residual before moving rows.
+          backend_.AddInPlace(*pending, x);
+          *pending = Tensor();
+        }
+        std::vector<int32_t> batch_src, batch_dst, aux_src, aux_dst, drop_src,
+            drop_pos;
+        size_t r = 0;
+        for (size_t c = 0; c < compute.size(); ++c) {
+          while (r < rows.size() && rows[r] < compute[c]) {
+            drop_src.push_back(static_cast<int32_t>(r));
+            drop_pos.push_back(rows[r]);
+            ++r;
+          }
+          if (r < rows.size() && rows[r] == compute[c]) {
+            batch_src.push_back(static_cast<int32_t>(r++));
+            batch_dst.push_back(static_cast<int32_t>(c));
+          } else {
+            if (!state.in_aux(layer - 1, compute[c])) {
+              return absl::InternalError(absl::StrCat(
+                  "token path: position ", compute[c], " has no K/V at layer ",
+                  layer, " and no Aux(", layer - 1, ") entry"));
+            }
+            aux_src.push_back(compute[c]);
+            aux_dst.push_back(static_cast<int32_t>(c));
+          }
+        }
+        for (; r < rows.size(); ++r) {
+          drop_src.push_back(static_cast<int32_t>(r));
+          drop_pos.push_back(rows[r]);
+        }
+        if (!drop_src.empty()) {
+          backend_.CopyRows(*x, drop_src, drop_pos,
+                            &state.Aux(layer - 1, backend_));
+          state.MarkAux(layer - 1, drop_pos);
+        }
+        Tensor next = backend_.Allocate(
+            DType::kF32,
+            {static_cast<int64_t>(compute.size()), config_.hidden_size});
+        if (!batch_src.empty())
+          backend_.CopyRows(*x, batch_src, batch_dst, &next);
+        if (!aux_src.empty()) {
+          backend_.CopyRows(state.Aux(layer - 1, backend_), aux_src, aux_dst,
+                            &next);
+        }
+        revived = static_cast<int64_t>(aux_src.size());
+        *x = next;
+        rows = std::move(compute);
+      }
+    }
+    live_keys_ = contiguous ? absl::Span<const int32_t>() : live;
+    RunLayer(layer, phase, rows, x, pending);
+    state.MarkComputed(layer, rows, revived);
+  }
+  live_keys_ = {};
+  if (first_new == 0) state.EndPrefill();
+  return absl::OkStatus();
+}
+
+}  // namespace dynsparse

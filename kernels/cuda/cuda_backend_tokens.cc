@@ -1,0 +1,56 @@
+// CudaBackend's token-axis ops (LazyLLM): row copies, the last-query probe
+// and the mid-step read the host selects tokens from. Token selection makes
+// steps data dependent (the host reads probe values and picks the next rows),
+// so these ops run eagerly only: met inside a CUDA-graph capture or replay,
+// they mark the step for an eager rerun and turn graph capture off for this
+// backend.
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/token_ops.h"
+
+namespace dynsparse::cuda {
+
+bool CudaBackend::EagerOnly() {
+  if (mode_ == Mode::kEager) return true;
+  mismatch_ = true;
+  options_.cuda_graphs = false;
+  return false;
+}
+
+void CudaBackend::CopyRows(const Tensor& src,
+                           absl::Span<const int32_t> src_rows,
+                           absl::Span<const int32_t> dst_rows, Tensor* dst) {
+  if (!EagerOnly()) return;
+  uint64_t sig = 0;
+  const int32_t* from = StageIndices(src_rows, &sig);
+  const int32_t* to = StageIndices(dst_rows, &sig);
+  Check(CopyRowsDevice(*ctx_, src, from, to,
+                       static_cast<int64_t>(src_rows.size()), dst),
+        "CopyRows");
+}
+
+void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
+  if (!EagerOnly()) return;
+  uint64_t sig = 0;
+  DeviceLastQueryArgs d;
+  d.q = args.q;
+  d.k_cache = args.k_cache;
+  d.key_rows = StageIndices(args.key_positions, &sig);
+  d.num_keys = static_cast<int64_t>(args.key_positions.size());
+  d.num_heads = args.num_heads;
+  d.num_kv_heads = args.num_kv_heads;
+  d.head_dim = args.head_dim;
+  d.scale = args.scale;
+  d.out = args.out;
+  Tensor scratch = Allocate(DType::kF32, {LastQueryScratchFloats(d)});
+  Check(LastQueryAttentionDevice(*ctx_, d, scratch.data<float>()),
+        "LastQueryAttention");
+}
+
+Tensor CudaBackend::ReadNow(const Tensor& x) {
+  if (!EagerOnly()) return Tensor::Zeros(DType::kF32, x.shape());
+  absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);  // Synchronous.
+  Check(host.status(), "ReadNow");
+  return host->dtype() == DType::kF32 ? *host : host->ConvertTo(DType::kF32);
+}
+
+}  // namespace dynsparse::cuda

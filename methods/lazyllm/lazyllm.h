@@ -1,0 +1,72 @@
+// The lazyllm method (LazyLLM, arXiv 2407.14057; shared/METHODS.md §2): at
+// the schedule's layers, keep the given fraction of the tokens currently
+// live, those the last token attends to most (probabilities of the previous
+// layer averaged over all query heads). Session restarts every step from the
+// full context and revives tokens from the Aux Cache; this class is only the
+// policy.
+//
+// Parameters: schedule=10:0.7,19:0.7 | stages=4 keep=0.7 (default: 4 stages,
+// keep 0.7); revive=false: the static pruning baseline (tokens pruned by the
+// prompt's step stay pruned; later steps prune nothing else);
+// selector=random (seed=N): the random-drop baseline at the same keep.
+#ifndef DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
+#define DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/graph/method.h"
+#include "methods/lazyllm/schedule.h"
+#include "methods/method_args.h"
+
+namespace dynsparse {
+
+struct LazyLlmOptions {
+  std::optional<PruneSchedule> schedule;  // Explicit; else from stages.
+  int64_t stages = 4;
+  double keep = 0.7;
+  bool revive = true;
+  bool random = false;  // selector=random
+  uint64_t seed = 0;
+};
+
+class LazyLlmMethod : public Method {
+ public:
+  static absl::StatusOr<std::unique_ptr<Method>> Create(const MethodArgs& args);
+  static absl::StatusOr<LazyLlmOptions> ParseOptions(const MethodArgs& args);
+  static const std::vector<std::string>& Parameters();
+
+  explicit LazyLlmMethod(LazyLlmOptions options);
+
+  std::string name() const override { return "lazyllm"; }
+  absl::Status Attach(const ModelConfig& config, Backend& backend) override;
+  void BeginSequence() override;
+  bool SelectsTokens() const override { return true; }
+  void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
+                    TokenSelection* keep) override;
+
+  // The resolved schedule (after Attach).
+  const PruneSchedule& schedule() const { return schedule_; }
+
+ private:
+  // Indices of the `count` candidates in [0, limit) to keep, ascending.
+  std::vector<int32_t> Choose(TokenCandidates& candidates, int64_t limit,
+                              int64_t count);
+
+  LazyLlmOptions options_;
+  PruneSchedule schedule_;
+  std::mt19937_64 rng_;
+  // revive=false: per boundary layer, whether each prompt position was kept
+  // in the prompt's step.
+  std::map<int64_t, std::vector<bool>> static_kept_;
+};
+
+}  // namespace dynsparse
+
+#endif  // DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_

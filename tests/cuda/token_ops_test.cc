@@ -1,0 +1,245 @@
+// LazyLLM's token ops on CUDA against the kernels/cpu references: attention
+// over a key list (flash prefill, tensor-core prefill, split-K decode), the
+// last-query probe, row copies, and a whole pruned Session (prefill +
+// decode with revival) on CudaBackend vs CpuBackend.
+#include "kernels/cuda/token_ops.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "core/graph/session.h"
+#include "core/io/model_loader.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/test_paths.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+struct KeyedCase {
+  int64_t capacity;  // cache rows; the live keys are a random subset
+  int64_t live;      // keys listed
+  int64_t rows;      // query rows: the last `rows` live keys
+  int64_t heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+};
+
+class KeyedAttentionTest : public testutil::CudaTest,
+                           public ::testing::WithParamInterface<KeyedCase> {};
+
+TEST_P(KeyedAttentionTest, MatchesCpuReference) {
+  const KeyedCase c = GetParam();
+  std::vector<int32_t> all(c.capacity);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end() - 1, rng_);
+  std::vector<int32_t> keys(all.begin(), all.begin() + c.live - 1);
+  keys.push_back(static_cast<int32_t>(c.capacity - 1));  // the last token
+  std::sort(keys.begin(), keys.end());
+  // Queries: a spread of live tokens, always including the last.
+  std::vector<int32_t> qpos;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    qpos.push_back(keys[c.live - 1 - (c.rows - 1 - i) * (c.live / c.rows)]);
+  }
+  const Tensor q = RandomHost({c.rows, c.heads * c.head_dim});
+  const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
+  const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  Tensor ref = Tensor::Zeros(DType::kF32, {c.rows, c.heads * c.head_dim});
+  AttentionArgs cpu_args;
+  cpu_args.q = &q;
+  cpu_args.k_cache = &k;
+  cpu_args.v_cache = &v;
+  cpu_args.num_keys = c.live;
+  cpu_args.query_positions = qpos;
+  cpu_args.key_positions = keys;
+  cpu_args.num_heads = c.heads;
+  cpu_args.num_kv_heads = c.kv_heads;
+  cpu_args.head_dim = c.head_dim;
+  cpu_args.scale = scale;
+  cpu_args.out = &ref;
+  cpu::Attention(cpu_args);
+
+  const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
+  const Tensor dpos = Upload(Tensor::FromI32(qpos, {c.rows}));
+  const Tensor dkeys = Upload(Tensor::FromI32(keys, {c.live}));
+  DeviceAttentionArgs args;
+  args.q = &dq;
+  args.k_cache = &dk;
+  args.v_cache = &dv;
+  args.positions = dpos.data<int32_t>();
+  args.key_rows = dkeys.data<int32_t>();
+  args.num_keys = c.live;
+  args.num_heads = c.heads;
+  args.num_kv_heads = c.kv_heads;
+  args.head_dim = c.head_dim;
+  args.scale = scale;
+
+  Tensor out = PoisonedDevice(DType::kF32, ref.shape());
+  args.out = &out;
+  ASSERT_TRUE(PrefillAttention(ctx(), args, c.live).ok());
+  EXPECT_LT(testutil::RelativeError(Download(out), ref.ToF32Vector()), 1e-5)
+      << SeedMessage();
+
+  if (c.head_dim == 64 || c.head_dim == 128) {
+    Tensor tc_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &tc_out;
+    args.tensor_cores = true;
+    ASSERT_TRUE(PrefillAttention(ctx(), args, c.live).ok());
+    EXPECT_LT(testutil::RelativeError(Download(tc_out), ref.ToF32Vector()),
+              3e-3)
+        << SeedMessage();
+    args.tensor_cores = false;
+  }
+
+  if (c.rows <= 8) {
+    Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &dec_out;
+    Tensor scratch =
+        PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+    ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+    EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
+              1e-5)
+        << SeedMessage();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, KeyedAttentionTest,
+    ::testing::Values(KeyedCase{300, 200, 1, 32, 32, 128},  // decode, MHA
+                      KeyedCase{500, 137, 4, 8, 2, 64},     // few rows, GQA
+                      KeyedCase{700, 400, 130, 8, 2, 128},  // prefill tail
+                      KeyedCase{260, 100, 100, 4, 1, 64},   // every key a row
+                      KeyedCase{90, 50, 20, 3, 3, 40}));    // odd head dim
+
+class TokenOpsTest : public testutil::CudaTest {};
+
+TEST_F(TokenOpsTest, LastQueryProbeMatchesCpu) {
+  const int64_t heads = 32, kv_heads = 8, hd = 128, capacity = 3000;
+  const Tensor q = RandomHost({1, heads * hd});
+  const Tensor k = RandomHost({capacity, kv_heads * hd});
+  std::vector<int32_t> keys;
+  for (int32_t p = 0; p < capacity; ++p) {
+    if (p % 3 != 1 || p == capacity - 1) keys.push_back(p);
+  }
+  const int64_t nk = static_cast<int64_t>(keys.size());
+  Tensor ref = Tensor::Zeros(DType::kF32, {nk});
+  LastQueryArgs cpu_args{&q, &k, keys, heads, kv_heads, hd, 0.088f, &ref};
+  cpu::LastQueryAttention(cpu_args);
+
+  const Tensor dq = Upload(q), dk = Upload(k);
+  const Tensor dkeys = Upload(Tensor::FromI32(keys, {nk}));
+  Tensor out = PoisonedDevice(DType::kF32, {nk});
+  DeviceLastQueryArgs args;
+  args.q = &dq;
+  args.k_cache = &dk;
+  args.key_rows = dkeys.data<int32_t>();
+  args.num_keys = nk;
+  args.num_heads = heads;
+  args.num_kv_heads = kv_heads;
+  args.head_dim = hd;
+  args.scale = 0.088f;
+  args.out = &out;
+  Tensor scratch = PoisonedDevice(DType::kF32, {LastQueryScratchFloats(args)});
+  ASSERT_TRUE(
+      LastQueryAttentionDevice(ctx(), args, scratch.data<float>()).ok());
+  EXPECT_LT(testutil::RelativeError(Download(out), ref.ToF32Vector()), 1e-5)
+      << SeedMessage();
+}
+
+TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
+  const Tensor src = RandomHost({10, 12});
+  const std::vector<int32_t> from = {9, 0, 4}, to = {1, 5, 2};
+  Tensor ref = Tensor::Zeros(DType::kF32, {6, 12});
+  CpuBackend cpu(1);
+  cpu.CopyRows(src, from, to, &ref);
+  const Tensor dsrc = Upload(src);
+  Tensor dst = Upload(Tensor::Zeros(DType::kF32, {6, 12}));
+  const Tensor dfrom = Upload(Tensor::FromI32(from, {3}));
+  const Tensor dto = Upload(Tensor::FromI32(to, {3}));
+  ASSERT_TRUE(CopyRowsDevice(ctx(), dsrc, dfrom.data<int32_t>(),
+                             dto.data<int32_t>(), 3, &dst)
+                  .ok());
+  EXPECT_EQ(Download(dst), ref.ToF32Vector());
+}
+
+// Keeps positions p % 3 != 1 before every layer >= 1 in the prompt's step
+// and everything in decode steps (so decode revives what the prompt
+// dropped); reads the probe every time and records it per (step, layer): a
+// decode step CudaBackend tried to capture as a CUDA graph is discarded and
+// rerun eagerly, and the rerun's probe replaces the discarded one.
+class EveryThirdDropped : public Method {
+ public:
+  std::string name() const override { return "every-third-dropped"; }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
+  bool SelectsTokens() const override { return true; }
+  void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
+                    TokenSelection* keep) override {
+    const absl::Span<const float> probe = candidates.LastQueryAttention();
+    probes[{candidates.first_new(), site.layer}].assign(probe.begin(),
+                                                        probe.end());
+    if (candidates.first_new() != 0) return;
+    keep->all = false;
+    for (size_t i = 0; i < candidates.positions().size(); ++i) {
+      if (candidates.positions()[i] % 3 != 1) {
+        keep->keep_rows.push_back(static_cast<int32_t>(i));
+      }
+    }
+  }
+  std::map<std::pair<int32_t, int64_t>, std::vector<float>> probes;
+};
+
+TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
+  ctx_.reset();  // The backend owns its own context.
+  auto backend = CudaBackend::Create();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto model = LoadModel(testing::FixturePath("models/llama-gqa-llama3rope"),
+                         LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto device = (*backend)->UploadWeights(model->weights);
+  ASSERT_TRUE(device.ok()) << device.status();
+  CpuBackend cpu(2);
+  EveryThirdDropped cpu_method, cuda_method;
+  const int64_t prompt = 300, steps = 6;  // >= 256 rows: tensor cores
+  Session on_cpu(model->config, model->weights, cpu, cpu_method,
+                 prompt + steps);
+  Session on_cuda(model->config, *device, **backend, cuda_method,
+                  prompt + steps);
+  std::vector<int32_t> ids(prompt);
+  for (int64_t i = 0; i < prompt; ++i) ids[i] = (i * 37 + 11) % 512;
+  auto a = on_cpu.Forward(ids, prompt - 1);
+  auto b = on_cuda.Forward(ids, prompt - 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()), 3e-3);
+  for (int64_t s = 0; s < steps; ++s) {
+    const std::vector<int32_t> next = {static_cast<int32_t>(s * 5 + 1)};
+    a = on_cpu.Forward(next, 0);
+    b = on_cuda.Forward(next, 0);
+    ASSERT_TRUE(a.ok() && b.ok());
+    // The prefill's tensor-core attention (f16 operands) left ~1e-3
+    // differences in the caches.
+    EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()), 3e-3)
+        << "decode step " << s;
+  }
+  EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
+  EXPECT_EQ(on_cuda.token_state()->stats().computed,
+            on_cpu.token_state()->stats().computed);
+  ASSERT_EQ(cuda_method.probes.size(), cpu_method.probes.size());
+  for (const auto& [site, probe] : cpu_method.probes) {
+    EXPECT_LT(testutil::RelativeError(cuda_method.probes[site], probe), 3e-3)
+        << "step at " << site.first << ", layer " << site.second;
+  }
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda

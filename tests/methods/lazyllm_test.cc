@@ -1,0 +1,132 @@
+// The lazyllm method's parameters and schedules, and the combined method's
+// composition: with dense on one side it is exactly the other method.
+#include "methods/lazyllm/lazyllm.h"
+
+#include <memory>
+#include <vector>
+
+#include "core/graph/session.h"
+#include "core/model_shapes.h"
+#include "core/random_weights.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "methods/lazyllm/schedule.h"
+#include "methods/registry.h"
+
+namespace dynsparse {
+namespace {
+
+std::unique_ptr<Method> Make(const std::string& name,
+                             const std::vector<std::string>& items) {
+  auto args = MethodArgs::Parse(items);
+  EXPECT_TRUE(args.ok()) << args.status();
+  auto method = CreateMethod(name, *args);
+  EXPECT_TRUE(method.ok()) << method.status();
+  return method.ok() ? std::move(*method) : nullptr;
+}
+
+absl::Status MakeError(const std::string& name,
+                       const std::vector<std::string>& items) {
+  auto args = MethodArgs::Parse(items);
+  EXPECT_TRUE(args.ok()) << args.status();
+  return CreateMethod(name, *args).status();
+}
+
+TEST(LazyLlmScheduleTest, StagesSplitThirtyThirtyThirtyTen) {
+  // Llama-2-7B: 32 layers, boundaries at 9.6, 19.2, 28.8 layers.
+  auto s = StagedSchedule(4, 0.7, 32);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(FormatSchedule(*s), "10:0.7,19:0.7,29:0.7");
+  auto one = StagedSchedule(1, 0.7, 32);
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->empty());
+  // Computed fraction of that schedule: (10 + 9*.7 + 10*.49 + 3*.343) / 32.
+  EXPECT_NEAR(ScheduleComputedFraction(*s, 32),
+              (10 + 9 * 0.7 + 10 * 0.49 + 3 * 0.343) / 32, 1e-12);
+}
+
+TEST(LazyLlmScheduleTest, ParsesExplicitScheduleAndRejectsBadOnes) {
+  auto s = ParseSchedule("10:0.7,19:0.5");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->at(19), 0.5);
+  EXPECT_FALSE(ParseSchedule("10-0.7").ok());
+  EXPECT_FALSE(ParseSchedule("0:0.7").ok());
+  EXPECT_FALSE(ParseSchedule("3:1.5").ok());
+  EXPECT_FALSE(ParseSchedule("3:0.5,3:0.6").ok());
+}
+
+TEST(LazyLlmMethodTest, ParametersAreChecked) {
+  EXPECT_TRUE(MakeError("lazyllm", {"stages=4", "keep=0.7"}).ok());
+  EXPECT_TRUE(MakeError("lazyllm", {"schedule=2:0.5", "revive=false",
+                                    "selector=random", "seed=3"})
+                  .ok());
+  EXPECT_EQ(MakeError("lazyllm", {"schedule=2:0.5", "keep=0.5"}).message(),
+            "lazyllm: give either schedule=LAYER:KEEP,... or stages= and "
+            "keep=");
+  EXPECT_EQ(MakeError("lazyllm", {"selector=best"}).message(),
+            "lazyllm selector 'best' (valid: attention, random)");
+  EXPECT_FALSE(MakeError("lazyllm", {"keep=0"}).ok());
+  EXPECT_FALSE(MakeError("lazyllm", {"kep=0.5"}).ok());
+  auto method = Make("lazyllm", {"schedule=9:0.5"});
+  ModelConfig c;
+  c.num_layers = 8;
+  CpuBackend backend(1);
+  EXPECT_EQ(method->Attach(c, backend).message(),
+            "lazyllm schedule layer 9 is not below the 8 layers of the model");
+}
+
+ModelConfig Tiny() {
+  return LlamaConfigFromShape({.vocab_size = 61,
+                               .hidden_size = 32,
+                               .intermediate_size = 48,
+                               .num_layers = 4,
+                               .num_heads = 4,
+                               .num_kv_heads = 2,
+                               .max_position_embeddings = 128});
+}
+
+// Prompt logits (last row) and 8 decode steps, as one vector.
+std::vector<float> Logits(Method& method) {
+  const ModelConfig c = Tiny();
+  const ModelWeights w = RandomWeights(c, 21);
+  CpuBackend backend(1);
+  EXPECT_TRUE(method.Attach(c, backend).ok());
+  Session session(c, w, backend, method, 80);
+  std::vector<int32_t> prompt(50);
+  for (int i = 0; i < 50; ++i) prompt[i] = (i * 7 + 3) % 61;
+  std::vector<float> all;
+  auto logits = session.Forward(prompt, 49);
+  EXPECT_TRUE(logits.ok()) << logits.status();
+  for (int s = 0; s < 8 && logits.ok(); ++s) {
+    const std::vector<float> v = logits->ToF32Vector();
+    all.insert(all.end(), v.begin(), v.end());
+    logits = session.Forward({(s * 13 + 5) % 61}, 0);
+    EXPECT_TRUE(logits.ok()) << logits.status();
+  }
+  return all;
+}
+
+TEST(CombinedMethodTest, DenseOnEitherSideIsTheOtherMethodExactly) {
+  auto lazy = Make("lazyllm", {"schedule=1:0.6,3:0.5"});
+  auto combined = Make(
+      "combined",
+      {"token=lazyllm", "token.schedule=1:0.6,3:0.5", "head_neuron=dense"});
+  const std::vector<float> want = Logits(*lazy);
+  EXPECT_EQ(Logits(*combined), want);
+  auto dense = Make("dense", {});
+  auto both_dense = Make("combined", {});
+  EXPECT_EQ(Logits(*both_dense), Logits(*dense));
+  EXPECT_NE(Logits(*dense), want);  // The schedule did prune.
+}
+
+TEST(CombinedMethodTest, SideParametersAreChecked) {
+  EXPECT_EQ(MakeError("combined", {"token=lazyllm", "token.kep=1"}).message(),
+            "combined token: method 'lazyllm' has no parameter 'kep' (valid: "
+            "schedule, stages, keep, revive, selector, seed)");
+  EXPECT_FALSE(MakeError("combined", {"head_neuron=lazyllm"}).ok());
+  EXPECT_FALSE(MakeError("combined", {"tokens.keep=1"}).ok());
+  EXPECT_FALSE(MakeError("combined", {"token=nope"}).ok());
+}
+
+}  // namespace
+}  // namespace dynsparse
