@@ -18,7 +18,10 @@
 #    prefill of 8192 tokens, OPT-30B and OPT-66B decode), random fp16 weights
 #    generated on the GPU; one JSON object per line in $OUT/bench.jsonl;
 # 7. with DS_CUDA_SANITIZE=1, runs compute-sanitizer memcheck on the
-#    attention and CudaBackend tests ($OUT/memcheck.log).
+#    attention, CudaBackend, sparse-op and token-op tests ($OUT/memcheck.log);
+#    DS_CUDA_RACECHECK=1 runs racecheck on them ($OUT/racecheck.log);
+#    DS_CUDA_SANITIZE_TESTS / DS_CUDA_SANITIZE_TIMEOUT (s per test binary)
+#    narrow them.
 # Files in $OUT (the device tool returns at most 8): build.log (configure +
 # build), ptxas_gemv.txt, ctest.log (with the GEMV plan printout),
 # cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
@@ -228,25 +231,33 @@ grep -E ' err=| plan ' "$OUT/gemv_plans.tmp" | head -40
 { echo; echo "==== GEMV plans ===="; cat "$OUT/gemv_plans.tmp"; } >>"$OUT/ctest.log"
 rm -f "$OUT/gemv_plans.tmp"
 
-if [[ "${DS_CUDA_SANITIZE:-0}" == 1 ]]; then
-  section "compute-sanitizer memcheck (attention, CudaBackend)"
+# compute-sanitizer over the kernel tests: memcheck with DS_CUDA_SANITIZE=1,
+# racecheck (shared-memory hazards) with DS_CUDA_RACECHECK=1.
+sanitize() {
+  local tool="$1"
+  section "compute-sanitizer $tool (attention, CudaBackend, sparse, token ops)"
   start=$SECONDS
   {
-    for t in cuda_attention_test cuda_backend_test; do
+    for t in ${DS_CUDA_SANITIZE_TESTS:-cuda_attention_test cuda_backend_test \
+        cuda_sparse_ops_test cuda_token_ops_test}; do
       bin="$(dirname "$gemv_test")/$t"
+      [[ -x "$bin" ]] || { echo "== $t: not built"; continue; }
       # Two fixtures (0: GQA Llama, 5: OPT with projections) keep it short.
       filter='*'
       [[ "$t" == cuda_backend_test ]] &&
         filter='*/0:*/5:*DeviceRandom*'
       echo "== $t ($filter)"
-      timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      timeout "${DS_CUDA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
         "$bin" "--gtest_filter=$filter" 2>&1 | grep -v '^\[ *\(RUN\|OK\) *\]'
       echo "exit status ${PIPESTATUS[0]}"
     done
-  } >"$OUT/memcheck.log" 2>&1
-  grep -E 'ERROR SUMMARY|exit status|PASSED|FAILED' "$OUT/memcheck.log"
-  echo "memcheck took $((SECONDS - start)) s"
-fi
+  } >"$OUT/$tool.log" 2>&1
+  grep -E '^==|ERROR SUMMARY|RACECHECK SUMMARY|exit status|PASSED|FAILED' \
+    "$OUT/$tool.log"
+  echo "$tool took $((SECONDS - start)) s"
+}
+[[ "${DS_CUDA_SANITIZE:-0}" == 1 ]] && sanitize memcheck
+[[ "${DS_CUDA_RACECHECK:-0}" == 1 ]] && sanitize racecheck
 
 if [[ "${DS_CUDA_MODEL_BENCH:-0}" == 1 ]]; then
   section "model benchmark (dynsparse-bench, random fp16 weights on the GPU)"

@@ -24,6 +24,8 @@ class CombinedMethod : public Method {
   // "token", "head_neuron" and the families "token.*", "head_neuron.*"
   // (each side checks its own keys).
   static const std::vector<std::string>& Parameters();
+  // The parameters of one side ("token" or "head_neuron"), prefix removed.
+  static MethodArgs SideArgs(const MethodArgs& args, const std::string& side);
 
   CombinedMethod(std::unique_ptr<Method> tokens,
                  std::unique_ptr<Method> head_neuron);
