@@ -39,9 +39,11 @@ absl::StatusOr<std::unique_ptr<dynsparse::Method>> CreateCombinedTiming(
   auto tokens =
       CreateLazyLlm(dynsparse::CombinedMethod::SideArgs(args, "token"));
   if (!tokens.ok()) return tokens.status();
+  // A named copy: ranging over a temporary's items() would dangle.
+  const dynsparse::MethodArgs head_neuron_args =
+      dynsparse::CombinedMethod::SideArgs(args, "head_neuron");
   std::vector<std::string> items;
-  for (const auto& [key, value] :
-       dynsparse::CombinedMethod::SideArgs(args, "head_neuron").items()) {
+  for (const auto& [key, value] : head_neuron_args.items()) {
     items.push_back(absl::StrCat(key, "=", value));
   }
   auto head_neuron = dynsparse::LowRankPredictorMethod::Create(items);
