@@ -2,6 +2,20 @@
 
 namespace dynsparse {
 
+const char* ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSilu:
+      return "silu";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+  }
+  return "?";
+}
+
 int64_t ModelConfig::ParameterCount() const {
   const int64_t h = hidden_size;
   const int64_t e = embed_dim();

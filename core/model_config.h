@@ -18,6 +18,8 @@ namespace dynsparse {
 enum class ModelFamily { kOpt, kLlama };
 
 enum class Activation { kRelu, kSilu, kGelu, kGeluTanh };
+// "relu", "silu", "gelu", "gelu_tanh".
+const char* ActivationName(Activation activation);
 
 enum class RopeScalingKind { kNone, kLinear, kLlama3 };
 

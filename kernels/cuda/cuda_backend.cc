@@ -511,24 +511,42 @@ void CudaBackend::WriteRows(const Tensor& rows,
   Check(WriteCacheRows(*ctx_, rows, pos, cache), "WriteRows");
 }
 
-void CudaBackend::Attention(const AttentionArgs& args) {
-  const int64_t n = args.q->dim(0);
-  uint64_t sig = MixTensor(
-      MixTensor(MixTensor(MixTensor(kOpAttention, *args.q), *args.k_cache),
-                *args.v_cache),
-      *args.out);
-  sig = Mix(Mix(Mix(sig, args.num_heads), args.num_kv_heads), args.head_dim);
-  sig = MixDouble(sig, args.scale);
+DeviceAttentionArgs CudaBackend::DeviceArgs(const AttentionArgs& args,
+                                            uint64_t* sig) {
+  *sig = MixTensor(MixTensor(MixTensor(MixTensor(*sig, *args.q), *args.k_cache),
+                             *args.v_cache),
+                   *args.out);
+  *sig = Mix(Mix(Mix(*sig, args.num_heads), args.num_kv_heads), args.head_dim);
+  *sig = MixDouble(*sig, args.scale);
   DeviceAttentionArgs d;
   d.q = args.q;
   d.k_cache = args.k_cache;
   d.v_cache = args.v_cache;
-  d.positions = StageIndices(args.query_positions, &sig);
+  d.positions = StageIndices(args.query_positions, sig);
   d.num_heads = args.num_heads;
   d.num_kv_heads = args.num_kv_heads;
   d.head_dim = args.head_dim;
   d.scale = args.scale;
   d.out = args.out;
+  return d;
+}
+
+void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
+                                        const char* op) {
+  Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
+  if (options_.fused_ops &&
+      DecodeAttentionCounters(d) <= kAttentionCounterInts) {
+    d.counters = attention_counters_.data<int32_t>();
+  }
+  sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
+  if (!Op(sig)) return;
+  Check(DecodeAttention(*ctx_, d, scratch.data<float>()), op);
+}
+
+void CudaBackend::Attention(const AttentionArgs& args) {
+  const int64_t n = args.q->dim(0);
+  uint64_t sig = kOpAttention;
+  DeviceAttentionArgs d = DeviceArgs(args, &sig);
   if (!args.key_positions.empty()) {  // Token pruning: the live keys only.
     if (!EagerOnly()) return;
     d.key_rows = StageIndices(args.key_positions, &sig);
@@ -537,14 +555,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   if (n <= 8) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.
-    Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
-    if (options_.fused_ops &&
-        DecodeAttentionCounters(d) <= kAttentionCounterInts) {
-      d.counters = attention_counters_.data<int32_t>();
-    }
-    sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
-    if (!Op(sig)) return;
-    Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "Attention");
+    LaunchDecodeAttention(d, sig, "Attention");
     return;
   }
   d.tensor_cores = n >= options_.tensor_core_attention_rows;
@@ -840,36 +851,12 @@ void CudaBackend::GatherColumns(const Tensor& x, const Tensor& ids,
 
 void CudaBackend::SparseAttention(const AttentionArgs& args,
                                   const Tensor& head_ids) {
-  const int64_t k = head_ids.dim(1);
-  uint64_t sig = MixTensor(
-      MixTensor(
-          MixTensor(MixTensor(kOpSparseAttention, *args.q), *args.k_cache),
-          *args.v_cache),
-      *args.out);
-  sig =
-      Mix(Mix(Mix(MixTensor(sig, head_ids), args.num_heads), args.num_kv_heads),
-          args.head_dim);
-  sig = MixDouble(sig, args.scale);
-  DeviceAttentionArgs d;
-  d.q = args.q;
-  d.k_cache = args.k_cache;
-  d.v_cache = args.v_cache;
-  d.positions = StageIndices(args.query_positions, &sig);
-  d.num_heads = k;  // Compact heads.
-  d.num_kv_heads = args.num_kv_heads;
-  d.head_dim = args.head_dim;
-  d.scale = args.scale;
-  d.out = args.out;
+  uint64_t sig = MixTensor(kOpSparseAttention, head_ids);
+  DeviceAttentionArgs d = DeviceArgs(args, &sig);
+  d.num_heads = head_ids.dim(1);  // Compact heads.
   d.head_ids = head_ids.data<int32_t>();
   d.head_group = args.num_heads / args.num_kv_heads;
-  Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
-  if (options_.fused_ops &&
-      DecodeAttentionCounters(d) <= kAttentionCounterInts) {
-    d.counters = attention_counters_.data<int32_t>();
-  }
-  sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
-  if (!Op(sig)) return;
-  Check(DecodeAttention(*ctx_, d, scratch.data<float>()), "SparseAttention");
+  LaunchDecodeAttention(d, sig, "SparseAttention");
 }
 
 void CudaBackend::LazyKv(const LazyKvArgs& args) {

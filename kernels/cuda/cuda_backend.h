@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "core/graph/backend.h"
 #include "core/model_weights.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_pool.h"
 
@@ -152,6 +153,11 @@ class CudaBackend : public Backend {
   Tensor Transpose(const Tensor& w) override;
 
  private:
+  // The DeviceAttentionArgs both attention ops share, their fields mixed
+  // into `sig`; and the split-K decode launch with its scratch and counters.
+  DeviceAttentionArgs DeviceArgs(const AttentionArgs& args, uint64_t* sig);
+  void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
+                             const char* op);
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;

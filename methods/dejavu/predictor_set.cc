@@ -16,20 +16,6 @@
 namespace dynsparse {
 namespace {
 
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kSilu:
-      return "silu";
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-  }
-  return "?";
-}
-
 std::string TensorName(int64_t layer, const char* part, const char* w) {
   return absl::StrCat("layers.", layer, ".", part, ".", w);
 }

@@ -14,40 +14,17 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
+#include "tests/core/small_models.h"
 
 namespace dynsparse {
 namespace {
 
-ModelConfig LlamaGqaConfig() {
-  return LlamaConfigFromShape({.vocab_size = 97,
-                               .hidden_size = 32,
-                               .intermediate_size = 72,
-                               .num_layers = 2,
-                               .num_heads = 4,
-                               .num_kv_heads = 2,
-                               .max_position_embeddings = 64});
-}
+using testing_models::RandomIds;
 
-// pre_norm: OPT-125m style; otherwise OPT-350m style (post-LN, no final norm,
-// 16-wide embeddings projected in and out).
+ModelConfig LlamaGqaConfig() { return testing_models::SmallLlama(2, 64); }
+
 ModelConfig OptConfig(bool pre_norm) {
-  ModelConfig c = OptConfigFromShape({.vocab_size = 97,
-                                      .hidden_size = 32,
-                                      .intermediate_size = 64,
-                                      .num_layers = 2,
-                                      .num_heads = 4,
-                                      .max_position_embeddings = 64});
-  c.pre_norm = pre_norm;
-  c.final_norm = pre_norm;
-  c.word_embed_proj_dim = pre_norm ? 32 : 16;
-  return c;
-}
-
-std::vector<int32_t> RandomIds(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> ids(n);
-  for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
-  return ids;
+  return testing_models::SmallOpt(pre_norm, 2, 64);
 }
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {

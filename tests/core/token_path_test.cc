@@ -18,39 +18,18 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
 #include "methods/lazyllm/lazyllm.h"
+#include "tests/core/small_models.h"
 #include "tests/test_paths.h"
 
 namespace dynsparse {
 namespace {
 
-ModelConfig SixLayerLlama() {
-  return LlamaConfigFromShape({.vocab_size = 97,
-                               .hidden_size = 32,
-                               .intermediate_size = 48,
-                               .num_layers = 6,
-                               .num_heads = 4,
-                               .num_kv_heads = 2,
-                               .max_position_embeddings = 256});
-}
+using testing_models::RandomIds;
+
+ModelConfig SixLayerLlama() { return testing_models::SmallLlama(6, 256, 48); }
 
 ModelConfig Opt(bool pre_norm) {
-  ModelConfig c = OptConfigFromShape({.vocab_size = 97,
-                                      .hidden_size = 32,
-                                      .intermediate_size = 64,
-                                      .num_layers = 4,
-                                      .num_heads = 4,
-                                      .max_position_embeddings = 128});
-  c.pre_norm = pre_norm;
-  c.final_norm = pre_norm;
-  c.word_embed_proj_dim = pre_norm ? 32 : 16;
-  return c;
-}
-
-std::vector<int32_t> RandomIds(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> ids(n);
-  for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
-  return ids;
+  return testing_models::SmallOpt(pre_norm, 4, 128);
 }
 
 std::unique_ptr<Method> Lazy(const std::vector<std::string>& items,

@@ -35,20 +35,6 @@ void ExpectMatches(const std::vector<float>& out,
   }
 }
 
-const char* Name(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kSilu:
-      return "silu";
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-  }
-  return "?";
-}
-
 constexpr Activation kAll[] = {Activation::kRelu, Activation::kSilu,
                                Activation::kGelu, Activation::kGeluTanh};
 
@@ -71,8 +57,9 @@ TEST_F(ActivationTest, ActivateMatchesCpu) {
   for (Activation a : kAll) {
     for (int64_t n : {1, 7, 4096, 100003}) {
       for (int64_t offset : {0, 1}) {
-        SCOPED_TRACE(::testing::Message() << Name(a) << " n=" << n << " offset="
-                                          << offset << " " << SeedMessage());
+        SCOPED_TRACE(::testing::Message()
+                     << ActivationName(a) << " n=" << n << " offset=" << offset
+                     << " " << SeedMessage());
         const Tensor host = RandomHost({n}, DType::kF32, 3.0f);
         Tensor ref = Tensor::FromF32(host.ToF32Vector(), {n});
         cpu::Activate(a, &ref);
@@ -88,8 +75,9 @@ TEST_F(ActivationTest, GatedActivateMatchesCpu) {
   for (Activation a : kAll) {
     for (int64_t n : {1, 7, 11008, 8 * 11008 + 3}) {
       for (int64_t offset : {0, 1}) {
-        SCOPED_TRACE(::testing::Message() << Name(a) << " n=" << n << " offset="
-                                          << offset << " " << SeedMessage());
+        SCOPED_TRACE(::testing::Message()
+                     << ActivationName(a) << " n=" << n << " offset=" << offset
+                     << " " << SeedMessage());
         const Tensor gate_host = RandomHost({n}, DType::kF32, 3.0f);
         const Tensor up_host = RandomHost({n});
         Tensor ref = Tensor::FromF32(up_host.ToF32Vector(), {n});
