@@ -311,11 +311,6 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
              pending);
     return;
   }
-  if (neurons.all && sparse_.down_in_place(layer)) {
-    EndBlock(sparse_.DenseMlp(layer, h), w.mlp_norm_w, w.mlp_norm_b, x,
-             pending);
-    return;
-  }
 
   Tensor up;
   if (config_.gated_mlp) {
@@ -328,9 +323,10 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
       up = backend_.Allocate(DType::kF32, {n, inter});
       gate = backend_.Allocate(DType::kF32, {n, inter});
     }
-    if (neurons.all && !method_.observes()) {
+    if (neurons.all && !method_.observes() && !sparse_.down_in_place(layer)) {
       // Nothing reads up or gate but the down projection: a backend may fuse
-      // the whole MLP (Backend::GatedMlp).
+      // the whole MLP (Backend::GatedMlp). Not when W2 was transposed in
+      // place: then only DownOfAll below may read it.
       Tensor down = backend_.Allocate(DType::kF32, x->shape());
       backend_.GatedMlp(h, w.w_up, w.w_gate, w.b_up, w.b_gate,
                         config_.activation, w.w_down, w.b_down, &up, &gate,

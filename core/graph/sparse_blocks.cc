@@ -69,23 +69,6 @@ Tensor SparseBlocks::Mlp(int64_t layer, const Tensor& h,
   return down;
 }
 
-Tensor SparseBlocks::DenseMlp(int64_t layer, const Tensor& h) {
-  const LayerWeights& w = weights_.layers[layer];
-  const int64_t n = h.dim(0), inter = config_.intermediate_size;
-  Tensor up = backend_.Allocate(DType::kF32, {n, inter});
-  if (config_.gated_mlp) {
-    Tensor gate = backend_.Allocate(DType::kF32, {n, inter});
-    const Tensor* ws[] = {&w.w_up, &w.w_gate};
-    const Tensor* bs[] = {&w.b_up, &w.b_gate};
-    Tensor* ys[] = {&up, &gate};
-    backend_.LinearGroup(h, ws, bs, ys);
-    backend_.GatedActivate(config_.activation, gate, &up);
-  } else {
-    backend_.LinearActivate(h, w.w_up, w.b_up, config_.activation, &up);
-  }
-  return DownOfAll(layer, up);
-}
-
 Tensor SparseBlocks::DownOfAll(int64_t layer, const Tensor& activation) {
   const LayerWeights& w = weights_.layers[layer];
   Tensor down =

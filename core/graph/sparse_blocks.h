@@ -46,12 +46,10 @@ class SparseBlocks {
   bool enabled() const { return enabled_; }
   // True when the backend had no room for a transposed copy of this layer's
   // W2 and transposed the weight in place (CudaBackend on OPT-66B): the
-  // layer's dense MLP must then go through DenseMlp too.
+  // layer's dense MLP must then end in DownOfAll too.
   bool down_in_place(int64_t layer) const {
     return enabled_ && in_place_[layer];
   }
-  // The dense MLP output reading W2 transposed.
-  Tensor DenseMlp(int64_t layer, const Tensor& h);
   // activation [n, inter] times W2^T (every neuron) from the transposed W2.
   Tensor DownOfAll(int64_t layer, const Tensor& activation);
   // The MLP output (before the residual add) for kept neurons given as ids
