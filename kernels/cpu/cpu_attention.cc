@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/cpu_softmax.h"
 
 namespace dynsparse::cpu {
 namespace {
@@ -84,14 +85,7 @@ void Attention(const AttentionArgs& a) {
           const int64_t visible =
               std::min(keys, visible_keys(a.query_positions[row0 + r]));
           float* s = scores.row(r).data();
-          const float max_score = *std::max_element(s, s + visible);
-          float sum = 0.0f;
-          for (int64_t j = 0; j < visible; ++j) {
-            s[j] = std::exp(s[j] - max_score);
-            sum += s[j];
-          }
-          const float inv = 1.0f / sum;
-          for (int64_t j = 0; j < visible; ++j) s[j] *= inv;
+          SoftmaxInPlace(s, visible);
           std::fill(s + visible, s + keys, 0.0f);
         }
         StridedMap out(a.out->data<float>() + row0 * q_stride + h * hd, rows,

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_dot.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/cpu_softmax.h"
 
 namespace dynsparse::cpu {
 namespace {
@@ -193,15 +194,7 @@ void SparseAttention(const AttentionArgs& a, const Tensor& head_ids) {
       ConstStridedMap vc(a.v_cache->data<float>() + kv_head * hd, keys, hd,
                          Eigen::OuterStride<>(kv_stride));
       RowMatrix scores = (q * kc.transpose()) * a.scale;
-      float* s = scores.data();
-      const float max_score = *std::max_element(s, s + keys);
-      float sum = 0.0f;
-      for (int64_t i = 0; i < keys; ++i) {
-        s[i] = std::exp(s[i] - max_score);
-        sum += s[i];
-      }
-      const float inv = 1.0f / sum;
-      for (int64_t i = 0; i < keys; ++i) s[i] *= inv;
+      SoftmaxInPlace(scores.data(), keys);
       Eigen::Map<RowMatrix> out(a.out->data<float>() + (r * k + j) * hd, 1, hd);
       out.noalias() = scores * vc;
     }
