@@ -21,7 +21,8 @@
 #    attention, CudaBackend, sparse-op and token-op tests ($OUT/memcheck.log);
 #    DS_CUDA_RACECHECK=1 runs racecheck on them ($OUT/racecheck.log);
 #    DS_CUDA_SANITIZE_TESTS / DS_CUDA_SANITIZE_TIMEOUT (s per test binary)
-#    narrow them.
+#    narrow them; DS_CUDA_SANITIZE_SHARDS=N runs N gtest shards of each
+#    binary side by side, DS_CUDA_SANITIZE_ALL=1 every CudaBackend fixture.
 # Files in $OUT (the device tool returns at most 8): build.log (configure +
 # build), ptxas_gemv.txt, ctest.log (with the GEMV plan printout),
 # cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
@@ -233,25 +234,45 @@ rm -f "$OUT/gemv_plans.tmp"
 
 # compute-sanitizer over the kernel tests: memcheck with DS_CUDA_SANITIZE=1,
 # racecheck (shared-memory hazards) with DS_CUDA_RACECHECK=1.
+# DS_CUDA_SANITIZE_SHARDS=N splits each binary into N gtest shards run side by
+# side (racecheck slows model-sized tests ~100x; shards share the GPU);
+# DS_CUDA_SANITIZE_ALL=1 runs every CudaBackend fixture, not just two.
+sanitize_one() {  # tool binary filter shard shards -> stdout
+  local tool="$1" bin="$2" filter="$3" shard="$4" shards="$5"
+  GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$shard" \
+    timeout "${DS_CUDA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    "$bin" "--gtest_filter=$filter" 2>&1 | grep -v '^\[ *\(RUN\|OK\) *\]'
+  echo "exit status ${PIPESTATUS[0]} (shard $shard of $shards)"
+}
 sanitize() {
-  local tool="$1"
+  local tool="$1" shards="${DS_CUDA_SANITIZE_SHARDS:-1}"
   section "compute-sanitizer $tool (attention, CudaBackend, sparse, token ops)"
   start=$SECONDS
-  {
-    for t in ${DS_CUDA_SANITIZE_TESTS:-cuda_attention_test cuda_backend_test \
-        cuda_sparse_ops_test cuda_token_ops_test}; do
-      bin="$(dirname "$gemv_test")/$t"
-      [[ -x "$bin" ]] || { echo "== $t: not built"; continue; }
-      # Two fixtures (0: GQA Llama, 5: OPT with projections) keep it short.
-      filter='*'
-      [[ "$t" == cuda_backend_test ]] &&
-        filter='*/0:*/5:*DeviceRandom*'
-      echo "== $t ($filter)"
-      timeout "${DS_CUDA_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$bin" "--gtest_filter=$filter" 2>&1 | grep -v '^\[ *\(RUN\|OK\) *\]'
-      echo "exit status ${PIPESTATUS[0]}"
+  local tests=(${DS_CUDA_SANITIZE_TESTS:-cuda_attention_test cuda_backend_test \
+    cuda_sparse_ops_test cuda_token_ops_test})
+  # Every shard of every binary at once; the logs are joined in order after.
+  for t in "${tests[@]}"; do
+    bin="$(dirname "$gemv_test")/$t"
+    [[ -x "$bin" ]] || continue
+    # Two fixtures (0: GQA Llama, 5: OPT with projections) keep it short.
+    filter='*'
+    [[ "$t" == cuda_backend_test && "${DS_CUDA_SANITIZE_ALL:-0}" != 1 ]] &&
+      filter='*/0:*/5:*DeviceRandom*'
+    echo "== $t ($filter, $shards shards)" >"$OUT/$tool.$t.head.tmp"
+    for ((i = 0; i < shards; i++)); do
+      sanitize_one "$tool" "$bin" "$filter" "$i" "$shards" >"$OUT/$tool.$t.$i.tmp" &
     done
-  } >"$OUT/$tool.log" 2>&1
+  done
+  wait
+  for t in "${tests[@]}"; do
+    if [[ -f "$OUT/$tool.$t.head.tmp" ]]; then
+      cat "$OUT/$tool.$t.head.tmp"
+      for ((i = 0; i < shards; i++)); do cat "$OUT/$tool.$t.$i.tmp"; done
+    else
+      echo "== $t: not built"
+    fi
+  done >"$OUT/$tool.log" 2>&1
+  rm -f "$OUT/$tool".*.tmp
   grep -E '^==|ERROR SUMMARY|RACECHECK SUMMARY|exit status|PASSED|FAILED' \
     "$OUT/$tool.log"
   echo "$tool took $((SECONDS - start)) s"
