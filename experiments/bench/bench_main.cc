@@ -1,9 +1,10 @@
-// dynsparse_bench: `dynsparse bench` as its own binary for the standalone
-// GPU build (kernels/cuda/standalone), which has no method registry: the
-// dense method (every unit of every row), the bench-only dejavu-timing
-// method (lowrank_predictor_method.h), lazyllm (its sources need only
-// core/graph) and combined-timing (lazyllm on the token side, dejavu-timing on
-// the head/neuron side: `token.<arg>` / `head_neuron.<arg>`) are available.
+// dynsparse-bench: `dynsparse bench` as its own binary for the standalone
+// GPU build (kernels/cuda/standalone). Every registry method (dense, dejavu,
+// lazyllm, combined) is available, plus two bench-only methods that do the
+// same device work without predictor files: dejavu-timing
+// (lowrank_predictor_method.h) and combined-timing (lazyllm on the token
+// side, dejavu-timing on the head/neuron side: `token.<arg>` /
+// `head_neuron.<arg>`).
 #include <string>
 #include <vector>
 
@@ -11,21 +12,9 @@
 #include "experiments/bench/bench_cli.h"
 #include "experiments/bench/lowrank_predictor_method.h"
 #include "methods/combined/combined.h"
-#include "methods/lazyllm/lazyllm.h"
+#include "methods/registry.h"
 
 namespace {
-
-absl::StatusOr<std::unique_ptr<dynsparse::Method>> CreateLazyLlm(
-    const dynsparse::MethodArgs& args) {
-  auto method = dynsparse::LazyLlmMethod::Create(args);
-  if (!method.ok()) return method.status();
-  if (absl::Status s =
-          args.CheckAllUsed("lazyllm", dynsparse::LazyLlmMethod::Parameters());
-      !s.ok()) {
-    return s;
-  }
-  return method;
-}
 
 absl::StatusOr<std::unique_ptr<dynsparse::Method>> CreateCombinedTiming(
     const dynsparse::MethodArgs& args) {
@@ -36,8 +25,8 @@ absl::StatusOr<std::unique_ptr<dynsparse::Method>> CreateCombinedTiming(
                        "' must start with token. or head_neuron."));
     }
   }
-  auto tokens =
-      CreateLazyLlm(dynsparse::CombinedMethod::SideArgs(args, "token"));
+  auto tokens = dynsparse::CreateMethod(
+      "lazyllm", dynsparse::CombinedMethod::SideArgs(args, "token"));
   if (!tokens.ok()) return tokens.status();
   // A named copy: ranging over a temporary's items() would dangle.
   const dynsparse::MethodArgs head_neuron_args =
@@ -52,15 +41,6 @@ absl::StatusOr<std::unique_ptr<dynsparse::Method>> CreateCombinedTiming(
                                                      *std::move(head_neuron));
 }
 
-class Dense : public dynsparse::Method {
- public:
-  std::string name() const override { return "dense"; }
-  absl::Status Attach(const dynsparse::ModelConfig&,
-                      dynsparse::Backend&) override {
-    return absl::OkStatus();
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,23 +49,18 @@ int main(int argc, char** argv) {
       args,
       [](const std::string& name, const std::vector<std::string>& a)
           -> absl::StatusOr<std::unique_ptr<dynsparse::Method>> {
-        if (name == "lazyllm" || name == "combined-timing") {
-          auto args = dynsparse::MethodArgs::Parse(a);
-          if (!args.ok()) return args.status();
-          return name == "lazyllm" ? CreateLazyLlm(*args)
-                                   : CreateCombinedTiming(*args);
-        }
         if (name == "dejavu-timing") {
           return dynsparse::LowRankPredictorMethod::Create(a);
         }
-        if (name != "dense" || !a.empty()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--method ", name,
-                           ": this standalone binary has only 'dense', "
-                           "'dejavu-timing', 'lazyllm' and 'combined-timing' "
-                           "(use dynsparse "
-                           "bench for the registry)"));
+        auto parsed = dynsparse::MethodArgs::Parse(a);
+        if (!parsed.ok()) return parsed.status();
+        if (name == "combined-timing") return CreateCombinedTiming(*parsed);
+        auto method = dynsparse::CreateMethod(name, *parsed);
+        if (absl::IsNotFound(method.status())) {
+          return absl::NotFoundError(
+              absl::StrCat(method.status().message(),
+                           "; bench-only: dejavu-timing, combined-timing"));
         }
-        return std::make_unique<Dense>();
+        return method;
       });
 }

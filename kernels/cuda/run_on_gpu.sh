@@ -34,7 +34,7 @@
 #    the bench-only `dejavu-timing` method (random rank-1000 predictors, MLP
 #    keep 0.1 in the first 54 layers, head keep 0.5 after the first 5), one
 #    JSON line each in $OUT/dejavu_bench.jsonl. DS_CUDA_DEJAVU_METHOD=dejavu
-#    (with DS_CUDA_FULL_BUILD=1) times the registry's `dejavu` method instead.
+#    times the registry's `dejavu` method (predictors=random:1000) instead.
 #    DS_CUDA_DEJAVU_E2E=0 skips the end-to-end runs, DS_CUDA_DEJAVU_MODELS
 #    overrides the model list ("opt-66b:10" by default; model:N keeps the
 #    last N MLP layers dense, e.g. "llama-2-7b:5").
@@ -356,7 +356,7 @@ PY
   if [[ "${DS_CUDA_DEJAVU_E2E:-1}" == 1 ]]; then
     mbench="$build/dynsparse-bench"
     [[ -x "$mbench" ]] || mbench="$build/experiments/bench/dynsparse-bench"
-    # The registry's `dejavu` needs the full build's CLI (DS_CUDA_FULL_BUILD=1).
+    # A full build (DS_CUDA_FULL_BUILD=1) has the same registry in its CLI.
     [[ -x "$build/dynsparse" ]] && [[ "${DS_CUDA_DEJAVU_METHOD:-}" == dejavu ]] &&
       mbench="$build/dynsparse bench"
     method="${DS_CUDA_DEJAVU_METHOD:-dejavu-timing}"

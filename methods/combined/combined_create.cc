@@ -1,6 +1,6 @@
 // CombinedMethod::Create: both sides from the method registry (kept apart
-// from combined.cc so the standalone GPU build, which has no registry, can
-// compose methods it builds itself).
+// from combined.cc, whose class takes any two methods: the bench's
+// combined-timing composes one side the registry does not have).
 #include <utility>
 #include <vector>
 
