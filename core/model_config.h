@@ -74,6 +74,9 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;
   int64_t pad_token_id = -1;
   DType checkpoint_dtype = DType::kF32;  // torch_dtype / dtype
+  // Content id of the loaded weights (core/io/weights_id.h), set by the
+  // loaders; empty for a configuration read on its own.
+  std::string weights_id;
 
   bool has_projection() const {
     return word_embed_proj_dim != 0 && word_embed_proj_dim != hidden_size;

@@ -10,6 +10,7 @@
 #include "core/io/model_loader.h"
 #include "core/io/rope_permute.h"
 #include "core/io/tensor_convert.h"
+#include "core/io/weights_id.h"
 #include "core/status_macros.h"
 
 namespace dynsparse {
@@ -115,6 +116,8 @@ absl::StatusOr<LoadedModel> LoadLlama2cModel(const std::string& path,
 
   LoadedModel model;
   model.config = Llama2cConfig(header);
+  model.config.weights_id =
+      WeightsIdOfBytes(absl::MakeConstSpan(file.data(), file.size()));
   model.source = path;
   model.checkpoint_bytes =
       static_cast<int64_t>(file.size() - kLlama2cHeaderBytes);

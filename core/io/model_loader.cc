@@ -10,6 +10,7 @@
 #include "core/io/hf_config.h"
 #include "core/io/hf_weights.h"
 #include "core/io/tensor_source.h"
+#include "core/io/weights_id.h"
 #include "core/model_presets.h"
 #include "core/random_weights.h"
 #include "core/status_macros.h"
@@ -27,6 +28,7 @@ absl::StatusOr<LoadedModel> LoadHfModel(const std::string& dir,
   ASSIGN_OR_RETURN(const TensorSource source, TensorSource::FromHfFolder(dir));
   ASSIGN_OR_RETURN(ModelWeights weights,
                    LoadHfWeights(config, source, options.dtype));
+  config.weights_id = WeightsIdOfTensors(source);
   LoadedModel model;
   model.config = std::move(config);
   model.weights = std::move(weights);
@@ -55,6 +57,7 @@ absl::StatusOr<LoadedModel> LoadRandomModel(absl::string_view spec,
   } else {
     ASSIGN_OR_RETURN(config, FindModelPreset(spec));
   }
+  config.weights_id = WeightsIdOfRandom(spec, options.random_seed);
   LoadedModel model;
   model.source = absl::StrCat(kRandomModelPrefix, spec);
   if (!options.config_only) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/io/mapped_file.h"
 #include "core/io/safetensors_header.h"
 #include "core/tensor.h"
@@ -39,6 +40,11 @@ class SafetensorsFile {
   absl::StatusOr<Tensor> Load(absl::string_view name) const;
   // Converted to `dtype` (a view when it already is that dtype).
   absl::StatusOr<Tensor> Load(absl::string_view name, DType dtype) const;
+  // The stored bytes of one of this file's entries (bounds checked at Open).
+  absl::Span<const uint8_t> RawBytes(const SafetensorsEntry& entry) const {
+    return absl::MakeConstSpan(file_.data() + data_start_ + entry.begin,
+                               entry.end - entry.begin);
+  }
 
  private:
   SafetensorsFile(MappedFile file, uint64_t data_start,

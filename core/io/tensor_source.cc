@@ -116,6 +116,13 @@ absl::StatusOr<Tensor> TensorSource::Load(absl::string_view name) const {
   return file->Load(name);
 }
 
+absl::Span<const uint8_t> TensorSource::RawBytes(absl::string_view name) const {
+  const SafetensorsFile* file = FileOf(name);
+  const SafetensorsEntry* entry = file == nullptr ? nullptr : file->Find(name);
+  if (entry == nullptr) return {};
+  return file->RawBytes(*entry);
+}
+
 absl::StatusOr<Tensor> TensorSource::Load(absl::string_view name,
                                           DType dtype) const {
   const SafetensorsFile* file = FileOf(name);

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/io/safetensors.h"
 #include "core/tensor.h"
 
@@ -40,6 +41,8 @@ class TensorSource {
 
   absl::StatusOr<Tensor> Load(absl::string_view name) const;
   absl::StatusOr<Tensor> Load(absl::string_view name, DType dtype) const;
+  // The stored bytes of `name` (empty when absent).
+  absl::Span<const uint8_t> RawBytes(absl::string_view name) const;
 
  private:
   TensorSource() = default;

@@ -61,6 +61,7 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
   nlohmann::json out = {{"out", request.out},
                         {"model", spec.path},
                         {"model_fingerprint", ModelFingerprint(config)}};
+  RecordWeightsId(config, out);
   const bool have_data = OpenCalibration(request.out, config).ok();
   if (request.reuse_data && have_data) {
     log << "calibrate: reusing " << request.out << "/" << kCalibrationDir

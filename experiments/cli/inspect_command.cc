@@ -94,6 +94,7 @@ int RunInspect(const CommandArgs& args) {
       {"weights_bytes_f16", 2 * c.ParameterCount()},
       {"checkpoint_dtype", DTypeName(c.checkpoint_dtype)},
       {"checkpoint_bytes", opened->model.checkpoint_bytes},
+      {"weights_id", c.weights_id},
   };
   if (c.family == ModelFamily::kLlama) {
     out["rope_theta"] = c.rope_theta;

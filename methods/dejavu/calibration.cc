@@ -236,6 +236,7 @@ absl::StatusOr<nlohmann::json> RecordCalibration(
        2 * config.hidden_size * 2 + BitmapRowBytes(config.intermediate_size) +
            BitmapRowBytes(config.num_heads)},
   };
+  RecordWeightsId(config, meta);
   RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, kCalibrationJson),
                                       meta.dump(2) + "\n"));
   return meta;
@@ -298,6 +299,7 @@ absl::StatusOr<CalibrationData> OpenCalibration(const std::string& root,
         absl::StrCat("recorded for '", fingerprint, "' but the model is '",
                      ModelFingerprint(config), "'"));
   }
+  RETURN_IF_ERROR(CheckWeightsId(f, config));
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {
     return f.Error("input", "recorded under another input convention");

@@ -65,6 +65,24 @@ std::string ModelFingerprint(const ModelConfig& c) {
                       ActivationName(c.activation));
 }
 
+absl::Status CheckWeightsId(const JsonFields& f, const ModelConfig& config) {
+  if (!f.Has("weights_id") || config.weights_id.empty()) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const std::string id, f.String("weights_id"));
+  if (id == config.weights_id) return absl::OkStatus();
+  return f.Error(
+      "weights_id",
+      absl::StrCat("made for weights ", id, " but the model's are ",
+                   config.weights_id,
+                   " (same architecture, other weights: run `dynsparse "
+                   "calibrate` for this checkpoint)"));
+}
+
+void RecordWeightsId(const ModelConfig& config, nlohmann::json& meta) {
+  if (!config.weights_id.empty()) meta["weights_id"] = config.weights_id;
+}
+
 int64_t DefaultMlpRank(const ModelConfig& config) {
   return std::max<int64_t>(8, std::min<int64_t>(1000, config.hidden_size / 3));
 }
@@ -106,6 +124,7 @@ absl::StatusOr<PredictorSet> LoadPredictors(const std::string& dir,
         absl::StrCat("trained for '", fingerprint, "' but the model is '",
                      ModelFingerprint(config), "'"));
   }
+  RETURN_IF_ERROR(CheckWeightsId(f, config));
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {
     return f.Error("input", absl::StrCat("'", input, "', expected '",
@@ -161,6 +180,7 @@ absl::Status SavePredictors(const std::string& dir, const ModelConfig& config,
   nlohmann::json meta = set.metadata;
   meta["format"] = kPredictorsFormat;
   meta["model_fingerprint"] = fingerprint;
+  RecordWeightsId(config, meta);
   meta["input"] = kInputConvention;
   meta["num_layers"] = config.num_layers;
   meta["mlp_rank"] = set.mlp_rank;

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/io/json_fields.h"
 #include "core/model_config.h"
 #include "core/tensor.h"
 
@@ -52,6 +53,14 @@ struct PredictorSet {
 // The architecture a predictor set was trained for, readable in errors:
 // "opt L6 d384 ffn1408 H6 KV6 hd64 V8192 relu".
 std::string ModelFingerprint(const ModelConfig& config);
+
+// The metadata of `f` (predictors.json, calibration.json) against the loaded
+// weights' id (core/io/weights_id.h): same architecture but other weights (a
+// fine-tune, another checkpoint) is an error naming the field. Files written
+// before ids existed, and models without one, pass.
+absl::Status CheckWeightsId(const JsonFields& f, const ModelConfig& config);
+// Records the id in `meta` when the model has one.
+void RecordWeightsId(const ModelConfig& config, nlohmann::json& meta);
 
 // Default ranks when none is given: the paper's D = 1000 (MLP) and 512
 // (heads) for OPT-175B's d = 12288, capped at hidden/3 and hidden/6 so small

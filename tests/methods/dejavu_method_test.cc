@@ -368,6 +368,27 @@ TEST_F(PredictorFileTest, AnotherModelsPredictors) {
               "ffn64");
 }
 
+TEST_F(PredictorFileTest, SameArchitectureOtherWeights) {
+  // Files record the weights' id when the model has one; a fine-tune of the
+  // same shape is refused, a model without an id (or an old file) is not.
+  ModelConfig base = config_;
+  base.weights_id = "fnv1a64:base";
+  PredictorSet set;
+  set.mlp_rank = 8;
+  set.head_rank = 4;
+  for (int64_t l = 0; l < base.num_layers; ++l) {
+    set.mlp.push_back(RandomPredictorLayer(base, false, 8, l, 1));
+    set.heads.push_back(RandomPredictorLayer(base, true, 4, l, 1));
+  }
+  ASSERT_TRUE(SavePredictors(dir_, base, set).ok());
+  EXPECT_TRUE(Attach(base).ok());
+  EXPECT_TRUE(Attach(config_).ok());  // No id to compare with.
+  ModelConfig tuned = base;
+  tuned.weights_id = "fnv1a64:tuned";
+  ExpectError(Attach(tuned), "predictors.json: field 'weights_id'",
+              "fnv1a64:base");
+}
+
 TEST_F(PredictorFileTest, WrongRankOrShape) {
   ExpectError(Attach(config_, "mlp_rank=16"), "field 'mlp_rank'",
               "mlp_rank=16");
