@@ -349,6 +349,11 @@ for line in open(sys.argv[1]):
         print(f"predictor d={r['d']} units={r['units']} D={r['rank']}: gemvs {r['gemvs_ms']*1e3:.1f} us "
               f"({r['gemvs_pct_copy']:.0f}% copy), TopK k={r['k']} {r['topk_ms']*1e3:.1f} us")
         continue
+    if r.get("down_of_all"):
+        print(f"down over W2^T, all {r['inter']} units, {r['rows']} rows: {r['transposed_ms']*1e3:.1f} us "
+              f"({r['transposed_pct_copy']:.0f}% copy), dense over W2 {r['dense_ms']*1e3:.1f} us "
+              f"({r['dense_pct_copy']:.0f}% copy)")
+        continue
     print(f"{r['shape']:11s} keep {r['keep']:.2f}: sparse {r['sparse_ms']*1e3:7.1f} us "
           f"{r['sparse_gbps']:6.0f} GB/s ({r['sparse_pct_copy']:4.1f}%), dense {r['dense_ms']*1e3:7.1f} us "
           f"({r['dense_pct_copy']:4.1f}%), speedup {r['speedup']:.2f}x of ideal {r['ideal_speedup']:.2f}x")
