@@ -391,8 +391,10 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
     print(f"{r['model']:20s} {r.get('method', '?'):14s} decode {r['decode_ms_median']:8.3f} ms "
           f"(p10 {r['decode_ms_p10']:.3f}, p90 {r['decode_ms_p90']:.3f}), ttft {r['ttft_ms']:.1f} ms")
-for dense, sparse in zip(rows[::2], rows[1::2]):
-    print(f"{dense['model']}: speedup {dense['decode_ms_median'] / sparse['decode_ms_median']:.3f}x")
+# Pairs by model and method, so a failed run does not shift the pairs.
+for dense in (r for r in rows if r.get('method') == 'dense'):
+    for sparse in (r for r in rows if r['model'] == dense['model'] and r.get('method') != 'dense'):
+        print(f"{dense['model']}: speedup {dense['decode_ms_median'] / sparse['decode_ms_median']:.3f}x")
 PY
   fi
   echo "DejaVu benchmarks took $((SECONDS - start)) s"
