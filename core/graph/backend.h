@@ -59,7 +59,9 @@ struct LastQueryArgs {
 // Lazy K/V completion for skipped heads (DejaVu's ring, METHODS.md §1.8;
 // core/graph/sparse_blocks.h). A layer keeps the attention inputs of its
 // last F decode tokens in a ring; a kv head's K/V for a ring token is computed
-// when the head is next active, or at the forced flush, exactly once.
+// exactly once: when the head is next active, at the latest F steps later
+// (a head owing the K/V of the token whose slot the new token takes is
+// active for that step), or at a flush.
 struct LazyKvArgs {
   // This token's attention input [1, hidden] (post-norm), or null for a flush
   // without a new token (before a dense attention step reads the cache).
@@ -69,7 +71,8 @@ struct LazyKvArgs {
   // (may be null) when flushing.
   const Tensor* head_ids = nullptr;
   // {position, slot, flush}: the token's position, its ring slot, and 1 when
-  // every kv head completes every pending slot this step. Host values (staged
+  // every kv head completes every pending slot this step (SparseBlocks
+  // flushes only without a new token, h null). Host values (staged
   // on CUDA, so a decode step keeps one graph whatever the values are).
   absl::Span<const int32_t> step;
   Tensor* ring_x = nullptr;        // f32 [F, hidden]

@@ -152,11 +152,11 @@ Tensor SparseBlocks::DecodeAttention(int64_t layer, const Tensor& h,
   backend_.GatherLinear(h, w.wq, w.bq, ids, hd, /*activate=*/false,
                         config_.activation, &q);
   if (rope_.enabled()) backend_.ApplyRope(rope_, positions, k, &q);
-  const int32_t slot = pos % kRingSlots;
-  const bool flush = slot == kRingSlots - 1;
-  ring.step = {pos, slot, flush ? 1 : 0};
+  // No periodic flush: a head owing the K/V of the token this one replaces
+  // in the ring completes it in this step (LazyKvArgs).
+  ring.step = {pos, pos % kRingSlots, 0};
   RunLazyKv(layer, &h, &ids, cache);
-  ring.dirty = !flush;
+  ring.dirty = true;
   ring.next = pos + 1;
 
   Tensor context = backend_.Allocate(DType::kF32, {1, k * hd});

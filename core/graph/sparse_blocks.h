@@ -8,10 +8,12 @@
 // - Attention (decode, one row): Q of the kept heads, attention of the kept
 //   heads, W_O over the kept heads' columns. K/V of skipped heads are
 //   completed lazily (METHODS.md §1.8): each layer keeps the attention inputs
-//   of the current window of kRingSlots decode positions; a kv head computes
-//   its missing K/V for the window whenever it is active, every head completes
-//   the window at its last position (the forced flush), so each (token, head)
-//   K/V is computed exactly once and attention always sees complete caches.
+//   of its last kRingSlots decode tokens; a kv head computes its missing K/V
+//   whenever it is active, and a head that still owes the K/V of the token
+//   whose slot the new token takes is made active for that step (so the
+//   forced work is spread over steps, not one flush of every head each
+//   kRingSlots steps). Each (token, head) K/V is computed exactly once, and
+//   an active head always sees a complete cache.
 //   GQA: a kv head is active when any of its query heads is kept.
 // Everything is driven by device ids and staged host scalars with a fixed
 // op sequence, so a sparse decode step replays as one CUDA graph.
@@ -34,7 +36,8 @@ namespace dynsparse {
 
 class SparseBlocks {
  public:
-  // Ring window (DejaVu's release flushes every 16 steps).
+  // Ring window (DejaVu's release flushes every 16 steps; here each head
+  // completes a token at the latest 16 steps later).
   static constexpr int32_t kRingSlots = 16;
   // Prefills of more rows run masked: per-row gathers would read the weights
   // once per row.

@@ -216,6 +216,11 @@ void LazyKv(const LazyKvArgs& a) {
     for (int64_t j = 0; j < a.head_ids->numel(); ++j) {
       active[a.head_ids->data<int32_t>()[j] / group] = 1;
     }
+    // A head that still owes the K/V of the token whose slot this token
+    // takes completes now, before that input is overwritten.
+    for (int64_t g = 0; a.h != nullptr && g < kv; ++g) {
+      if (pending[slot * kv + g]) active[g] = 1;
+    }
   }
   // Work items: (kv head, input row, position) for every missing K/V.
   struct Item {
@@ -227,7 +232,7 @@ void LazyKv(const LazyKvArgs& a) {
   for (int64_t g = 0; g < kv; ++g) {
     if (!active[g]) continue;
     for (int64_t s = 0; s < slots; ++s) {
-      if (pending[s * kv + g] && !(a.h != nullptr && s == slot)) {
+      if (pending[s * kv + g]) {
         items.push_back({g, a.ring_x->data<float>() + s * hidden, ring_pos[s]});
       }
     }

@@ -817,7 +817,8 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
                                 Tensor* y) {
   const int64_t k = ids.empty() ? w_t.dim(0) : ids.dim(1);
   Tensor scratch = Allocate(
-      DType::kF32, {GatherGemvTScratchFloats(*ctx_, x.dim(0), k, w_t.dim(1))});
+      DType::kF32,
+      {GatherGemvTScratchFloats(*ctx_, x.dim(0), k, w_t.dim(1), ids.empty())});
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
   sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);

@@ -11,7 +11,8 @@ namespace {
 // ---- Lazy K/V -------------------------------------------------------------
 
 constexpr int kMaxRing = 16;
-constexpr int kLazyRowsPerBlock = 16;  // K/V output rows per block (8 warps)
+constexpr int kLazyRowsPerWarp = 2;
+constexpr int kLazyRowsPerBlock = 8 * kLazyRowsPerWarp;  // 8 warps
 
 struct LazyArgs {
   const float* h;
@@ -35,18 +36,22 @@ struct LazyArgs {
 };
 
 // The work of kv head g this step: its missing (slot, position) pairs, and
-// the new token (slot -1) last. Returns whether the head is active. Thread
-// 0 only; both kernels compute the same list (pending changes only after).
+// the new token (slot -1) last. Returns whether the head is active: a kept
+// query head maps to it, or it still owes the K/V of the token whose ring
+// slot this step's token takes (completed now, before its input is
+// overwritten), or the step flushes. Thread 0 only; both kernels compute the
+// same list (pending changes only after).
 __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
                          int* pos_list, int* count) {
   const int pos = a.step[0], slot = a.step[1];
-  bool active = a.step[2] != 0 || a.h == nullptr;
+  bool active =
+      a.step[2] != 0 || a.h == nullptr || a.pending[slot * a.kv_heads + g] != 0;
   for (int j = 0; !active && j < a.k; ++j)
     active = a.head_ids[j] / a.group == g;
   int c = 0;
   if (active) {
     for (int s = 0; s < a.slots; ++s) {
-      if (a.pending[s * a.kv_heads + g] && !(a.h != nullptr && s == slot)) {
+      if (a.pending[s * a.kv_heads + g]) {
         slot_list[c] = s;
         pos_list[c] = a.ring_pos[s];
         ++c;
@@ -62,6 +67,8 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
   return active;
 }
 
+// A warp computes kLazyRowsPerWarp K/V rows at once, so each activation it
+// loads feeds that many rows.
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
@@ -72,6 +79,8 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
   const int n = count;
   if (n == 0) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r0 = blockIdx.y * kLazyRowsPerBlock + warp * kLazyRowsPerWarp;
+  if (r0 >= 2 * a.head_dim) return;
   const float* xs[kMaxRing + 1];
 #pragma unroll
   for (int p = 0; p <= kMaxRing; ++p) {
@@ -79,49 +88,73 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
                 ? (slot_list[p] < 0 ? a.h : a.ring_x + slot_list[p] * a.hidden)
                 : nullptr;
   }
-  for (int t = 0; t < kLazyRowsPerBlock / 8; ++t) {
-    const int r =
-        blockIdx.y * kLazyRowsPerBlock + warp * (kLazyRowsPerBlock / 8) + t;
-    if (r >= 2 * a.head_dim) break;
-    const bool is_v = r >= a.head_dim;
-    const int64_t row =
-        static_cast<int64_t>(g) * a.head_dim + (is_v ? r - a.head_dim : r);
-    const T* wr = static_cast<const T*>(is_v ? a.wv : a.wk) + row * a.hidden;
-    float acc[kMaxRing + 1];
+  bool valid[kLazyRowsPerWarp], is_v[kLazyRowsPerWarp];
+  int64_t row[kLazyRowsPerWarp];
+  const T* wr[kLazyRowsPerWarp];
 #pragma unroll
-    for (int p = 0; p <= kMaxRing; ++p) acc[p] = 0.f;
-    if constexpr (kVec) {
-      for (int64_t i = lane * 8; i < a.hidden; i += 256) {
-        float wv[8];
-        Load8(wr + i, wv);
+  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+    const int r = r0 + t;
+    valid[t] = r < 2 * a.head_dim;
+    is_v[t] = r >= a.head_dim;
+    row[t] =
+        static_cast<int64_t>(g) * a.head_dim + (is_v[t] ? r - a.head_dim : r);
+    // An invalid row reads row r0's weights (in bounds) and is not stored.
+    wr[t] = static_cast<const T*>(is_v[t] ? a.wv : a.wk) +
+            (valid[t] ? row[t] : row[0]) * a.hidden;
+  }
+  float acc[kLazyRowsPerWarp][kMaxRing + 1];
 #pragma unroll
-        for (int p = 0; p <= kMaxRing; ++p) {
-          if (p < n) {
-            float xv[8];
-            LoadX8(xs[p] + i, xv);
+  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) acc[p] = fmaf(wv[e], xv[e], acc[p]);
+    for (int p = 0; p <= kMaxRing; ++p) acc[t][p] = 0.f;
+  }
+  if constexpr (kVec) {
+    for (int64_t i = lane * 8; i < a.hidden; i += 256) {
+      float wv[kLazyRowsPerWarp][8];
+#pragma unroll
+      for (int t = 0; t < kLazyRowsPerWarp; ++t) Load8(wr[t] + i, wv[t]);
+#pragma unroll
+      for (int p = 0; p <= kMaxRing; ++p) {
+        if (p < n) {
+          float xv[8];
+          LoadX8(xs[p] + i, xv);
+#pragma unroll
+          for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              acc[t][p] = fmaf(wv[t][e], xv[e], acc[t][p]);
           }
         }
       }
-    } else {
-      for (int64_t i = lane; i < a.hidden; i += 32) {
-        const float wv = ToFloat(wr[i]);
+    }
+  } else {
+    for (int64_t i = lane; i < a.hidden; i += 32) {
+      float wv[kLazyRowsPerWarp];
 #pragma unroll
-        for (int p = 0; p <= kMaxRing; ++p) {
-          if (p < n) acc[p] = fmaf(wv, xs[p][i], acc[p]);
+      for (int t = 0; t < kLazyRowsPerWarp; ++t) wv[t] = ToFloat(wr[t][i]);
+#pragma unroll
+      for (int p = 0; p <= kMaxRing; ++p) {
+        if (p < n) {
+          const float x = xs[p][i];
+#pragma unroll
+          for (int t = 0; t < kLazyRowsPerWarp; ++t)
+            acc[t][p] = fmaf(wv[t], x, acc[t][p]);
         }
       }
     }
-    const float b =
-        LoadAsFloat(is_v ? a.bv : a.bk, is_v ? a.bv_kind : a.bk_kind, row, 0.f);
-    float* cache = is_v ? a.v_cache : a.k_cache;
-    const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+  }
+  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+#pragma unroll
+  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+    if (!valid[t]) continue;
+    const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
+                                is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
+    float* cache = is_v[t] ? a.v_cache : a.k_cache;
 #pragma unroll
     for (int p = 0; p <= kMaxRing; ++p) {
       if (p < n) {
-        const float v = WarpSum(acc[p]);
-        if (lane == 0) cache[pos_list[p] * stride + row] = v + b;
+        const float v = WarpSum(acc[t][p]);
+        if (lane == 0) cache[pos_list[p] * stride + row[t]] = v + b;
       }
     }
   }

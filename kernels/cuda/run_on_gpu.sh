@@ -349,6 +349,11 @@ for line in open(sys.argv[1]):
         print(f"predictor d={r['d']} units={r['units']} D={r['rank']}: gemvs {r['gemvs_ms']*1e3:.1f} us "
               f"({r['gemvs_pct_copy']:.0f}% copy), TopK k={r['k']} {r['topk_ms']*1e3:.1f} us")
         continue
+    if r.get("down_of_all"):
+        print(f"down over W2^T, all {r['inter']} units, {r['rows']} rows: {r['transposed_ms']*1e3:.1f} us "
+              f"({r['transposed_pct_copy']:.0f}% copy), dense over W2 {r['dense_ms']*1e3:.1f} us "
+              f"({r['dense_pct_copy']:.0f}% copy)")
+        continue
     print(f"{r['shape']:11s} keep {r['keep']:.2f}: sparse {r['sparse_ms']*1e3:7.1f} us "
           f"{r['sparse_gbps']:6.0f} GB/s ({r['sparse_pct_copy']:4.1f}%), dense {r['dense_ms']*1e3:7.1f} us "
           f"({r['dense_pct_copy']:4.1f}%), speedup {r['speedup']:.2f}x of ideal {r['ideal_speedup']:.2f}x")
@@ -386,8 +391,10 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
     print(f"{r['model']:20s} {r.get('method', '?'):14s} decode {r['decode_ms_median']:8.3f} ms "
           f"(p10 {r['decode_ms_p10']:.3f}, p90 {r['decode_ms_p90']:.3f}), ttft {r['ttft_ms']:.1f} ms")
-for dense, sparse in zip(rows[::2], rows[1::2]):
-    print(f"{dense['model']}: speedup {dense['decode_ms_median'] / sparse['decode_ms_median']:.3f}x")
+# Pairs by model and method, so a failed run does not shift the pairs.
+for dense in (r for r in rows if r.get('method') == 'dense'):
+    for sparse in (r for r in rows if r['model'] == dense['model'] and r.get('method') != 'dense'):
+        print(f"{dense['model']}: speedup {dense['decode_ms_median'] / sparse['decode_ms_median']:.3f}x")
 PY
   fi
   echo "DejaVu benchmarks took $((SECONDS - start)) s"

@@ -5,6 +5,7 @@
 #define DYNSPARSE_KERNELS_CUDA_SPARSE_LOADS_CUH_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "core/tensor.h"
@@ -22,33 +23,45 @@ __device__ __forceinline__ uint4 LoadNoAlloc(const void* p) {
   return v;
 }
 
-// Eight consecutive weights as f32.
-__device__ __forceinline__ void Load8(const float* p, float (&f)[8]) {
-  const uint4 a = LoadNoAlloc(p), b = LoadNoAlloc(p + 4);
-  f[0] = __uint_as_float(a.x), f[1] = __uint_as_float(a.y);
-  f[2] = __uint_as_float(a.z), f[3] = __uint_as_float(a.w);
-  f[4] = __uint_as_float(b.x), f[5] = __uint_as_float(b.y);
-  f[6] = __uint_as_float(b.z), f[7] = __uint_as_float(b.w);
+// Eight consecutive weights as f32, in two steps (LoadRaw8 then Convert8)
+// where a loop issues a batch of loads before it converts any.
+template <typename T>
+struct Raw8 {
+  uint4 v[sizeof(T) == 4 ? 2 : 1];
+};
+template <typename T>
+__device__ __forceinline__ void LoadRaw8(const T* p, Raw8<T>& r) {
+  r.v[0] = LoadNoAlloc(p);
+  if constexpr (sizeof(T) == 4) r.v[1] = LoadNoAlloc(p + 4);
 }
-__device__ __forceinline__ void Load8(const __half* p, float (&f)[8]) {
-  const uint4 v = LoadNoAlloc(p);
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+template <typename T>
+__device__ __forceinline__ void Convert8(const Raw8<T>& r, float (&f)[8]) {
+  if constexpr (sizeof(T) == 4) {
+    const uint32_t w[8] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w,
+                           r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t =
-        __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
+    for (int i = 0; i < 8; ++i) f[i] = __uint_as_float(w[i]);
+  } else {
+    const uint32_t w[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<T, __half>) {
+        const float2 t =
+            __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+      } else {  // bf16: the top half of an f32.
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      }
+    }
   }
 }
-__device__ __forceinline__ void Load8(const __nv_bfloat16* p, float (&f)[8]) {
-  const uint4 v = LoadNoAlloc(p);
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(words[i] << 16);
-    f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-  }
+template <typename T>
+__device__ __forceinline__ void Load8(const T* p, float (&f)[8]) {
+  Raw8<T> r;
+  LoadRaw8(p, r);
+  Convert8(r, f);
 }
 // Eight activations (written by an earlier kernel of the step).
 __device__ __forceinline__ void LoadX8(const float* p, float (&f)[8]) {

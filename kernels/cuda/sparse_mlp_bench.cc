@@ -3,7 +3,9 @@
 // and activation, then the transposed-W2 gather GEMV) against our dense
 // 2-GEMV MLP, each replayed from a CUDA graph, on OPT / Llama MLP shapes.
 // Prints one JSON object per line: time per MLP, bytes read, GB/s, % of the
-// device-to-device copy bandwidth measured in the same process, speedup.
+// device-to-device copy bandwidth measured in the same process, speedup;
+// then the predictors with their TopK, and the down projection over a
+// transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
 //   dynsparse_sparse_mlp_bench [--iters N]
 #include <cuda_runtime.h>
@@ -152,6 +154,39 @@ void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
   std::fflush(stdout);
 }
 
+// The down projection of a dense layer whose W2 was transposed in place
+// (SparseBlocks::DownOfAll: every unit, ids null) against our dense GEMV /
+// GEMM over W2, for `rows` rows of activations (1: decode; more: prefill).
+void RunDownOfAll(CudaBackend& b, int64_t d, int64_t inter, int64_t rows,
+                  double copy_gbps, int iters) {
+  const int64_t bytes = d * inter * 2;
+  const int copies = static_cast<int>(
+      std::clamp<int64_t>((int64_t{2} << 30) / bytes + 1, 2, 16));
+  std::vector<Tensor> w, w_t;
+  for (int i = 0; i < copies; ++i) {
+    w.push_back(Device(b, DType::kF16, {d, inter}));
+    w_t.push_back(Device(b, DType::kF16, {inter, d}));
+  }
+  const Tensor x = Device(b, DType::kF32, {rows, inter});
+  Tensor y = b.Allocate(DType::kF32, {rows, d});
+  const int per_graph = rows == 1 ? 4 * copies : copies;
+  const double t_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    b.GatherLinearT(x, w_t[i % copies], Tensor(), Tensor(), &y);
+  });
+  const double dense_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    b.Linear(x, w[i % copies], Tensor(), &y);
+  });
+  std::printf(
+      "{\"down_of_all\": true, \"d\": %lld, \"inter\": %lld, \"rows\": "
+      "%lld, \"transposed_ms\": %.5f, \"transposed_pct_copy\": %.1f, "
+      "\"dense_ms\": %.5f, \"dense_pct_copy\": %.1f}\n",
+      static_cast<long long>(d), static_cast<long long>(inter),
+      static_cast<long long>(rows), t_ms,
+      100.0 * bytes / (t_ms * 1e-3) / 1e9 / copy_gbps, dense_ms,
+      100.0 * bytes / (dense_ms * 1e-3) / 1e9 / copy_gbps);
+  std::fflush(stdout);
+}
+
 // The predictor of one OPT-66B layer (D = 1000 rank, f16) and its TopK.
 void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
                   double keep, double copy_gbps, int iters) {
@@ -220,5 +255,7 @@ int main(int argc, char** argv) {
   }
   RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
   RunPredictor(b, 9216, 72, 1000, 0.5, *bw, iters);
+  RunPredictor(b, 12288, 49152, 1000, 0.1, *bw, iters);
+  for (int64_t rows : {1, 128}) RunDownOfAll(b, 9216, 36864, rows, *bw, iters);
   return 0;
 }

@@ -135,47 +135,137 @@ absl::Status DispatchActivation(DeviceContext& ctx, bool vec, bool activate,
 
 // ---- Gather transposed GEMV (kept rows of W^T) ----------------------------
 
-constexpr int kTThreads = 128;  // x 8 columns per thread
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(kTThreads)
-    GatherGemvTPartialKernel(const float* __restrict__ x,
+constexpr int kTThreads = 128;  // Column threads, x 8 columns each.
+// Rows of x a block serves per weight read when every row takes all units
+// (ids null: the down projection of a dense layer whose W2 is transposed,
+// in prefill): 8 rows cut the weight traffic 8x.
+constexpr int kTSharedRows = 8;
+// Decode (one row): kTGroups groups of kTThreads threads split a block's
+// kept units and add up in shared memory at the end, so an SM holds 4x the
+// loads in flight without 4x the partial sums.
+constexpr int kTGroups = 4;
+// The block's kept units and their activations are staged in shared memory
+// a chunk at a time, so the weight loads do not wait on dependent id loads.
+constexpr int kTChunk = 256;
+
+template <int kRows>
+constexpr int TGroups() {
+  return kRows == 1 ? kTGroups : 1;
+}
+
+template <typename T, bool kVec, int kRows>
+__global__ void __launch_bounds__(kTThreads* TGroups<kRows>())
+    GatherGemvTPartialKernel(const float* __restrict__ x, int rows,
                              const T* __restrict__ wt, int64_t out,
                              const int32_t* __restrict__ ids, int k, int splits,
                              float* __restrict__ partial) {
   PdlWait();
-  const int r = blockIdx.z, s = blockIdx.y;
+  constexpr int kGroups = TGroups<kRows>();
+  constexpr int kCols = kVec ? 8 : 1;
+  constexpr int kUnroll = 4;  // Weight loads issued together.
+  __shared__ int32_t s_units[kTChunk];
+  __shared__ float s_x[kRows][kTChunk];
+  __shared__ float s_sum[kGroups > 1 ? kGroups - 1 : 1][kTThreads * kCols];
+  const int col = threadIdx.x % kTThreads, group = threadIdx.x / kTThreads;
+  const int r0 = blockIdx.z * kRows, s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int j1 = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits);
-  const float* xr = x + static_cast<int64_t>(r) * k;
-  const int32_t* ir = ids ? ids + static_cast<int64_t>(r) * k : nullptr;
-  float* pr = partial + (static_cast<int64_t>(r) * splits + s) * out;
-  if constexpr (kVec) {
-    const int64_t c0 =
-        (static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x) * 8;
-    if (c0 >= out) return;
-    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll 8
-    for (int j = j0; j < j1; ++j) {
-      const int64_t u = ir ? __ldg(ir + j) : j;
-      const float a = __ldg(xr + j);
-      float wv[8];
-      Load8(wt + u * out + c0, wv);
+  // kRows > 1 only with ids null (every row reads the same units).
+  const int32_t* ir = ids ? ids + static_cast<int64_t>(r0) * k : nullptr;
+  const float* xr[kRows];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
+  for (int t = 0; t < kRows; ++t) {
+    xr[t] = x + static_cast<int64_t>(min(r0 + t, rows - 1)) * k;
+  }
+  const int64_t c0 =
+      (static_cast<int64_t>(blockIdx.x) * kTThreads + col) * kCols;
+  const bool active = c0 < out;
+  float acc[kRows][kCols];
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) {
+#pragma unroll
+    for (int e = 0; e < kCols; ++e) acc[t][e] = 0.f;
+  }
+  for (int base = j0; base < j1; base += kTChunk) {
+    const int len = min(kTChunk, j1 - base);
+    __syncthreads();  // The previous chunk is consumed.
+    for (int q = threadIdx.x; q < len; q += kTThreads * kGroups) {
+      s_units[q] = ir ? __ldg(ir + base + q) : base + q;
+#pragma unroll
+      for (int t = 0; t < kRows; ++t) s_x[t][q] = __ldg(xr[t] + base + q);
     }
-    float4* dst = reinterpret_cast<float4*>(pr + c0);
-    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-  } else {
-    const int64_t c =
-        static_cast<int64_t>(blockIdx.x) * kTThreads + threadIdx.x;
-    if (c >= out) return;
-    float acc = 0.f;
-    for (int j = j0; j < j1; ++j) {
-      const int64_t u = ir ? ir[j] : j;
-      acc = fmaf(xr[j], ToFloat(wt[u * out + c]), acc);
+    __syncthreads();
+    if (!active) continue;
+    int q = group;
+    if constexpr (kVec) {
+      // Batches of kUnroll units: every load issued before the first use.
+      for (; q + (kUnroll - 1) * kGroups < len; q += kUnroll * kGroups) {
+        Raw8<T> raw[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          LoadRaw8(
+              wt + static_cast<int64_t>(s_units[q + u * kGroups]) * out + c0,
+              raw[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          float wv[8];
+          Convert8(raw[u], wv);
+#pragma unroll
+          for (int t = 0; t < kRows; ++t) {
+            const float a = s_x[t][q + u * kGroups];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[t][e] = fmaf(a, wv[e], acc[t][e]);
+          }
+        }
+      }
     }
-    pr[c] = acc;
+    for (; q < len; q += kGroups) {
+      const T* wrow = wt + static_cast<int64_t>(s_units[q]) * out + c0;
+      if constexpr (kVec) {
+        float wv[8];
+        Load8(wrow, wv);
+#pragma unroll
+        for (int t = 0; t < kRows; ++t) {
+          const float a = s_x[t][q];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[t][e] = fmaf(a, wv[e], acc[t][e]);
+        }
+      } else {
+        const float w = ToFloat(*wrow);
+#pragma unroll
+        for (int t = 0; t < kRows; ++t)
+          acc[t][0] = fmaf(s_x[t][q], w, acc[t][0]);
+      }
+    }
+  }
+  if constexpr (kGroups > 1) {
+    // kRows == 1: groups 1.. hand their sums to group 0.
+    if (group > 0 && active) {
+#pragma unroll
+      for (int e = 0; e < kCols; ++e)
+        s_sum[group - 1][col * kCols + e] = acc[0][e];
+    }
+    __syncthreads();
+    if (group > 0 || !active) return;
+#pragma unroll
+    for (int g = 0; g < kGroups - 1; ++g) {
+#pragma unroll
+      for (int e = 0; e < kCols; ++e) acc[0][e] += s_sum[g][col * kCols + e];
+    }
+  }
+  if (!active) return;
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) {
+    if (r0 + t >= rows) break;
+    float* pr = partial + (static_cast<int64_t>(r0 + t) * splits + s) * out;
+    if constexpr (kVec) {
+      float4* dst = reinterpret_cast<float4*>(pr + c0);
+      dst[0] = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+      dst[1] = make_float4(acc[t][4], acc[t][5], acc[t][6], acc[t][7]);
+    } else {
+      pr[c0] = acc[t][0];
+    }
   }
 }
 
@@ -192,10 +282,18 @@ __global__ void ReduceSplitsKernel(const float* __restrict__ partial,
   y[i] = sum + LoadAsFloat(bias, bk, c, 0.f);
 }
 
-int SplitsFor(int sm_count, int64_t rows, int64_t k, int64_t out) {
+int RowsPerBlock(bool shared_ids, int64_t rows) {
+  return shared_ids && rows > 1 ? kTSharedRows : 1;
+}
+
+// Splits over the kept units so that the grid fills the SMs in about one
+// wave of 4 blocks per SM (32 registers a thread allow 4 x 512 threads).
+int SplitsFor(int sm_count, int64_t rows, int rows_per_block, int64_t k,
+              int64_t out) {
   const int64_t col_blocks = CeilDiv(CeilDiv(out, 8), kTThreads);
+  const int64_t row_blocks = CeilDiv(rows, rows_per_block);
   const int64_t target = 4 * static_cast<int64_t>(sm_count);
-  const int64_t splits = CeilDiv(target, col_blocks * rows);
+  const int64_t splits = CeilDiv(target, col_blocks * row_blocks);
   return static_cast<int>(
       std::max<int64_t>(1, std::min(splits, std::max<int64_t>(1, k / 4))));
 }
@@ -295,25 +393,35 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
 }
 
 int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
-                                 int64_t k, int64_t out) {
-  return rows * SplitsFor(ctx.sm_count(), rows, k, out) * out;
+                                 int64_t k, int64_t out, bool shared_ids) {
+  return rows *
+         SplitsFor(ctx.sm_count(), rows, RowsPerBlock(shared_ids, rows), k,
+                   out) *
+         out;
 }
 
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
                          float* scratch, Tensor* y) {
   const int64_t rows = x.dim(0), out = w_t.dim(1);
-  const int splits = SplitsFor(ctx.sm_count(), rows, k, out);
+  const int rows_per_block = RowsPerBlock(ids == nullptr, rows);
+  const int64_t row_blocks = CeilDiv(rows, rows_per_block);
+  const int splits = SplitsFor(ctx.sm_count(), rows, rows_per_block, k, out);
   const bool vec = Vec8(w_t, out) && IsAligned(scratch, 16);
   absl::Status status = ByWeightType(w_t.dtype(), [&](auto t) {
     using T = decltype(t);
     const dim3 grid(
         static_cast<unsigned>(CeilDiv(vec ? CeilDiv(out, 8) : out, kTThreads)),
-        static_cast<unsigned>(splits), static_cast<unsigned>(rows));
-    LaunchKernel(ctx.programmatic_launch(),
-                 vec ? GatherGemvTPartialKernel<T, true>
-                     : GatherGemvTPartialKernel<T, false>,
-                 grid, dim3(kTThreads), 0, ctx.stream(), x.data<float>(),
+        static_cast<unsigned>(splits), static_cast<unsigned>(row_blocks));
+    auto kernel =
+        rows_per_block == 1
+            ? (vec ? GatherGemvTPartialKernel<T, true, 1>
+                   : GatherGemvTPartialKernel<T, false, 1>)
+            : (vec ? GatherGemvTPartialKernel<T, true, kTSharedRows>
+                   : GatherGemvTPartialKernel<T, false, kTSharedRows>);
+    const int threads = kTThreads * (rows_per_block == 1 ? kTGroups : 1);
+    LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(threads), 0,
+                 ctx.stream(), x.data<float>(), static_cast<int>(rows),
                  static_cast<const T*>(w_t.raw_data()), out, ids,
                  static_cast<int>(k), splits, scratch);
     return LastLaunchStatus("GatherGemvTPartialKernel");

@@ -16,8 +16,10 @@
 namespace dynsparse::cuda {
 
 // ids[r, :] = the k largest of scores[r, :] (f32 [rows, n]), ascending by id,
-// ties to the lower id (as Backend::TopK). One block per row: radix select
-// over the scores staged in shared memory, then an ordered compaction.
+// ties to the lower id (as Backend::TopK). One block per row: rows of up to
+// 256 scores by pairwise ranks, longer ones by a histogram over equal-width
+// value bins of the row's range, an exact select inside the threshold bin
+// and an ordered compaction (topk.cu).
 absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
                       Tensor* ids);
 // norms[r, u] = L2 norm of x[r, u * uw, (u + 1) * uw) (double accumulation).
@@ -32,11 +34,12 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                         const Tensor* b_gate, const int32_t* ids, int64_t k,
                         int64_t unit_width, bool activate,
                         Activation activation, Tensor* y);
-// Floats of scratch GatherGemvT needs.
+// Floats of scratch GatherGemvT needs (shared_ids: ids null).
 int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
-                                 int64_t k, int64_t out);
+                                 int64_t k, int64_t out, bool shared_ids);
 // y[r, :] = sum_j x[r, j] w_t[ids[r, j], :] + bias (ids null: unit j).
-// Split over the kept rows (partials in `scratch`), then a reduction.
+// Split over the kept rows (partials in `scratch`), then a reduction. With
+// ids null a block serves 8 rows of x per weight read (prefill).
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
                          float* scratch, Tensor* y);

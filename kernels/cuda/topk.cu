@@ -11,94 +11,279 @@ namespace {
 
 // ---- Top-K ----------------------------------------------------------------
 
-constexpr int kTopKThreads = 1024;
+constexpr unsigned kFullMask = 0xffffffffu;
 
 // Unsigned keys ordered as the floats (-0 reads as +0, as the CPU compares).
 __device__ __forceinline__ uint32_t OrderedKey(float f) {
   const uint32_t u = __float_as_uint(f == 0.f ? 0.f : f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
+// The float a key stands for (OrderedKey's inverse up to the sign of 0).
+__device__ __forceinline__ float KeyValue(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
 
-__global__ void __launch_bounds__(kTopKThreads)
-    TopKKernel(const float* scores, int n, int k, bool staged, int32_t* ids) {
+// Rows of at most kRankMaxN scores: thread i counts the scores ranked above
+// its own (larger, or equal at a lower id) and is picked when fewer than k
+// are; picks are written in id order by a ballot prefix count.
+constexpr int kRankMaxN = 256;
+
+__global__ void __launch_bounds__(kRankMaxN)
+    TopKRankKernel(const float* scores, int n, int k, int32_t* ids) {
   PdlWait();
-  extern __shared__ uint32_t keys[];
-  __shared__ int hist[256];
-  __shared__ uint32_t s_prefix;
-  __shared__ int s_remaining;
-  const int tid = threadIdx.x, lane = tid & 31;
+  __shared__ uint32_t keys[kRankMaxN];
+  __shared__ int warp_picks[kRankMaxN / 32];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const float* row = scores + static_cast<int64_t>(blockIdx.x) * n;
-  if (staged) {
-    for (int i = tid; i < n; i += blockDim.x) keys[i] = OrderedKey(row[i]);
+  if (tid < n) keys[tid] = OrderedKey(row[tid]);
+  __syncthreads();
+  bool pick = false;
+  if (tid < n) {
+    const uint32_t mine = keys[tid];
+    int rank = 0;
+    for (int j = 0; j < n; ++j) {
+      const uint32_t other = keys[j];
+      rank += other > mine || (other == mine && j < tid);
+    }
+    pick = rank < k;
   }
-  if (tid == 0) {
-    s_prefix = 0;
-    s_remaining = k;
+  const unsigned picks = __ballot_sync(kFullMask, pick);
+  if (lane == 0) warp_picks[warp] = __popc(picks);
+  __syncthreads();
+  int at = __popc(picks & ((1u << lane) - 1u));
+  for (int w = 0; w < warp; ++w) at += warp_picks[w];
+  if (pick) ids[static_cast<int64_t>(blockIdx.x) * k + at] = tid;
+}
+
+// Larger rows: one block per row.
+//  1. stage the keys in shared memory (kStaged) and find the row's range;
+//  2. histogram of the scores over kBins equal-width bins of that range
+//     (bin = floor((v - lo) * scale) is monotone in v, so whole bins above
+//     the one holding the k-th largest are picked outright);
+//  3. the threshold key inside that bin: by pairwise counts over its (few)
+//     keys, or, when the bin holds more than kMaxCandidates (heavy ties, a
+//     degenerate range), by an 8-bit radix select over the bin's keys;
+//  4. keys above the threshold plus the lowest ids among those equal to it,
+//     written in id order (each warp owns a contiguous segment).
+// Equal-width value bins spread predictor scores (roughly normal) over many
+// bins, unlike radix digits of the float bits, so one pass with little
+// atomic contention replaces four (3686 of 36864 on the H200: 22 us, was
+// 57-86 us; results/dejavu_speed). One SM does it all: spreading the passes
+// over SMs is the way to the issue's <= 10 us.
+constexpr int kSelectThreads = 1024;
+constexpr int kSelectWarps = kSelectThreads / 32;
+constexpr int kBins = 2 * kSelectThreads;  // Two per thread in the scan.
+constexpr int kMaxCandidates = kSelectThreads;
+constexpr int kLoadBatch = 8;  // Loads in flight per thread while staging.
+// The range reduction reads one partial per lane.
+static_assert(kSelectWarps == 32, "one warp minimum per lane");
+
+struct SelectShared {
+  int hist[kBins];
+  uint32_t candidates[kMaxCandidates];
+  uint32_t warp_min[kSelectWarps], warp_max[kSelectWarps];
+  int warp_sum[kSelectWarps];
+  int bin, need, candidate_count, need_eq, radix_remaining;
+  uint32_t threshold, radix_prefix;
+};
+
+__device__ __forceinline__ uint32_t WarpMinU(uint32_t v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v = min(v, __shfl_xor_sync(kFullMask, v, off));
+  return v;
+}
+__device__ __forceinline__ uint32_t WarpMaxU(uint32_t v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v = max(v, __shfl_xor_sync(kFullMask, v, off));
+  return v;
+}
+
+template <bool kStaged>
+__global__ void __launch_bounds__(kSelectThreads)
+    TopKSelectKernel(const float* scores, int n, int k, int32_t* ids) {
+  PdlWait();
+  extern __shared__ uint32_t staged_keys[];
+  __shared__ SelectShared sh;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const float* row = scores + static_cast<int64_t>(blockIdx.x) * n;
+  auto key_at = [&](int i) -> uint32_t {
+    if constexpr (kStaged) {
+      return staged_keys[i];
+    } else {
+      return OrderedKey(row[i]);
+    }
+  };
+
+  // 1. Keys and range.
+  uint32_t kmin = 0xffffffffu, kmax = 0u;
+  for (int base = 0; base < n; base += kSelectThreads * kLoadBatch) {
+    float v[kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int i = base + u * kSelectThreads + tid;
+      v[u] = i < n ? row[i] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoadBatch; ++u) {
+      const int i = base + u * kSelectThreads + tid;
+      if (i < n) {
+        const uint32_t key = OrderedKey(v[u]);
+        if constexpr (kStaged) staged_keys[i] = key;
+        kmin = min(kmin, key);
+        kmax = max(kmax, key);
+      }
+    }
   }
-  uint32_t mask = 0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = tid; i < 256; i += blockDim.x) hist[i] = 0;
-    __syncthreads();
-    const uint32_t prefix = s_prefix;
-    for (int base = 0; base < n; base += blockDim.x) {
-      const int i = base + tid;
-      const uint32_t key = i < n ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
-      const bool in = i < n && (key & mask) == prefix;
-      const int bin = in ? static_cast<int>((key >> shift) & 255u) : -1;
-      // Lanes with the same bin add once (scores often share a top byte).
-      // A ballot-per-bin variant measured slower on the H200 (86 vs 57 us
-      // for 36864 scores, results/dejavu_speed).
-      const unsigned peers = __match_any_sync(0xffffffffu, bin);
-      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+  kmin = WarpMinU(kmin);
+  kmax = WarpMaxU(kmax);
+  if (lane == 0) {
+    sh.warp_min[warp] = kmin;
+    sh.warp_max[warp] = kmax;
+  }
+  for (int b = tid; b < kBins; b += kSelectThreads) sh.hist[b] = 0;
+  if (tid == 0) sh.candidate_count = 0;
+  __syncthreads();
+  kmin = WarpMinU(sh.warp_min[lane]);
+  kmax = WarpMaxU(sh.warp_max[lane]);
+  const float lo = KeyValue(kmin), hi = KeyValue(kmax);
+  const float range = __fsub_rn(hi, lo);
+  float scale = range > 0.f ? __fdiv_rn(static_cast<float>(kBins), range) : 0.f;
+  if (!isfinite(range) || !isfinite(scale)) scale = 0.f;  // One bin: radix.
+  auto bin_of = [&](uint32_t key) -> int {
+    const float t = __fmul_rn(__fsub_rn(KeyValue(key), lo), scale);
+    return min(kBins - 1, __float2int_rz(t));
+  };
+
+  // 2. Histogram, then the bin holding the k-th largest: thread t scans
+  // bins kBins-1-2t and kBins-2-2t (descending) in a block prefix sum.
+  for (int i = tid; i < n; i += kSelectThreads) {
+    atomicAdd(&sh.hist[bin_of(key_at(i))], 1);
+  }
+  __syncthreads();
+  const int b_hi = kBins - 1 - 2 * tid;
+  const int c_hi = sh.hist[b_hi], c_lo = sh.hist[b_hi - 1];
+  int incl = c_hi + c_lo;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, incl, off);
+    if (lane >= off) incl += t;
+  }
+  if (lane == 31) sh.warp_sum[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += sh.warp_sum[w];
+  const int excl = incl - c_hi - c_lo;
+  if (excl < k && k <= incl) {
+    const bool in_hi = excl + c_hi >= k;
+    sh.bin = in_hi ? b_hi : b_hi - 1;
+    sh.need = k - (in_hi ? excl : excl + c_hi);
+  }
+  __syncthreads();
+  const int bin = sh.bin, need = sh.need, in_bin = sh.hist[bin];
+
+  // 3. The threshold key: the need-th largest key of the bin.
+  if (in_bin <= kMaxCandidates) {
+    for (int i = tid; i < n; i += kSelectThreads) {
+      const uint32_t key = key_at(i);
+      if (bin_of(key) == bin) {
+        sh.candidates[atomicAdd(&sh.candidate_count, 1)] = key;
+      }
     }
     __syncthreads();
-    if (tid < 32) {
-      // Lane l owns bins [8l, 8l + 8); find, from the top, the bin where the
-      // count reaches the number still needed.
-      int local[8], sum = 0;
-#pragma unroll
-      for (int b = 0; b < 8; ++b) sum += (local[b] = hist[lane * 8 + b]);
-      int incl = sum;  // Sum over this and higher lanes.
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int t = __shfl_down_sync(0xffffffffu, incl, off);
-        if (lane + off < 32) incl += t;
+    if (tid < in_bin) {
+      const uint32_t mine = sh.candidates[tid];
+      int greater = 0, equal = 0, equal_before = 0;
+      for (int j = 0; j < in_bin; ++j) {
+        const uint32_t other = sh.candidates[j];
+        greater += other > mine;
+        equal += other == mine;
+        equal_before += other == mine && j < tid;
       }
-      const int above = incl - sum, need = s_remaining;
-      __syncwarp();
-      if (above < need && need <= incl) {
-        int cum = above;
-        for (int b = 7; b >= 0; --b) {
-          if (cum + local[b] >= need) {
-            s_prefix = prefix | (static_cast<uint32_t>(lane * 8 + b) << shift);
-            s_remaining = need - cum;
-            break;
-          }
-          cum += local[b];
+      // One writer: the first copy of the threshold key.
+      if (equal_before == 0 && greater < need && need <= greater + equal) {
+        sh.threshold = mine;
+        sh.need_eq = need - greater;
+      }
+    }
+    __syncthreads();
+  } else {
+    // Radix select over the bin's keys, 8 bits at a time from the top;
+    // lanes with the same digit add once (scores often share a top byte).
+    int* hist = sh.hist;  // Its first 256 counters.
+    if (tid == 0) {
+      sh.radix_prefix = 0;
+      sh.radix_remaining = need;
+    }
+    __syncthreads();  // Every thread has read in_bin from the histogram.
+    uint32_t mask = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int i = tid; i < 256; i += kSelectThreads) hist[i] = 0;
+      __syncthreads();
+      const uint32_t prefix = sh.radix_prefix;
+      for (int base = 0; base < n; base += kSelectThreads) {
+        const int i = base + tid;
+        const uint32_t key = i < n ? key_at(i) : 0u;
+        const bool in = i < n && (key & mask) == prefix && bin_of(key) == bin;
+        const int digit = in ? static_cast<int>((key >> shift) & 255u) : -1;
+        const unsigned peers = __match_any_sync(kFullMask, digit);
+        if (in && lane == __ffs(peers) - 1) {
+          atomicAdd(&hist[digit], __popc(peers));
         }
       }
+      __syncthreads();
+      if (tid < 32) {
+        // Lane l owns digits [8l, 8l + 8); find, from the top, the digit
+        // where the count reaches the number still needed.
+        int local[8], sum = 0;
+#pragma unroll
+        for (int d = 0; d < 8; ++d) sum += (local[d] = hist[lane * 8 + d]);
+        int above_incl = sum;  // Sum over this and higher lanes.
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const int t = __shfl_down_sync(kFullMask, above_incl, off);
+          if (lane + off < 32) above_incl += t;
+        }
+        const int above = above_incl - sum, still = sh.radix_remaining;
+        __syncwarp();
+        if (above < still && still <= above_incl) {
+          int cum = above;
+          for (int d = 7; d >= 0; --d) {
+            if (cum + local[d] >= still) {
+              sh.radix_prefix =
+                  prefix | (static_cast<uint32_t>(lane * 8 + d) << shift);
+              sh.radix_remaining = still - cum;
+              break;
+            }
+            cum += local[d];
+          }
+        }
+      }
+      mask |= 255u << shift;
+      __syncthreads();
     }
-    mask |= 255u << shift;
+    if (tid == 0) {
+      sh.threshold = sh.radix_prefix;
+      sh.need_eq = sh.radix_remaining;
+    }
     __syncthreads();
   }
-  // Keys above the threshold, then the lowest ids among those equal to it,
-  // written in id order: each warp owns a contiguous segment of the row,
-  // counts its picks with ballots, and writes them after those of the
-  // warps before it (one barrier instead of a block scan per element).
-  const uint32_t threshold = s_prefix;
-  const int need_eq = s_remaining;
-  const int warp = tid >> 5, warps = blockDim.x >> 5;
-  const int seg = ((n + warps - 1) / warps + 31) & ~31;
+
+  // 4. Ordered compaction: each warp counts its picks with ballots and
+  // writes them after those of the warps before it.
+  const uint32_t threshold = sh.threshold;
+  const int need_eq = sh.need_eq;
+  const int seg = ((n + kSelectWarps - 1) / kSelectWarps + 31) & ~31;
   const int s0 = warp * seg, s1 = min(n, s0 + seg);
   const unsigned below = (1u << lane) - 1u;
   int gt_count = 0, eq_count = 0;
   for (int i = s0 + lane; i < s0 + seg; i += 32) {
-    const uint32_t key = i < s1 ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
-    gt_count += __popc(__ballot_sync(0xffffffffu, i < s1 && key > threshold));
-    eq_count += __popc(__ballot_sync(0xffffffffu, i < s1 && key == threshold));
+    const uint32_t key = i < s1 ? key_at(i) : 0u;
+    gt_count += __popc(__ballot_sync(kFullMask, i < s1 && key > threshold));
+    eq_count += __popc(__ballot_sync(kFullMask, i < s1 && key == threshold));
   }
-  int* warp_gt = hist;  // The histogram is no longer needed.
-  int* warp_eq = hist + 32;
+  int* warp_gt = sh.hist;  // The histogram is no longer needed.
+  int* warp_eq = sh.hist + kSelectWarps;
   if (lane == 0) {
     warp_gt[warp] = gt_count;
     warp_eq[warp] = eq_count;
@@ -112,12 +297,12 @@ __global__ void __launch_bounds__(kTopKThreads)
   }
   int32_t* out = ids + static_cast<int64_t>(blockIdx.x) * k;
   for (int i = s0 + lane; i < s0 + seg; i += 32) {
-    const uint32_t key = i < s1 ? (staged ? keys[i] : OrderedKey(row[i])) : 0u;
+    const uint32_t key = i < s1 ? key_at(i) : 0u;
     const bool gt = i < s1 && key > threshold;
     const bool eq = i < s1 && key == threshold;
-    const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
+    const unsigned eq_mask = __ballot_sync(kFullMask, eq);
     const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
-    const unsigned sel_mask = __ballot_sync(0xffffffffu, sel);
+    const unsigned sel_mask = __ballot_sync(kFullMask, sel);
     if (sel) out[at + __popc(sel_mask & below)] = i;
     eq_seen += __popc(eq_mask);
     at += __popc(sel_mask);
@@ -146,19 +331,30 @@ absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
     return absl::InvalidArgumentError(
         absl::StrCat("TopK: k ", k, " of ", n, " into ", ids->DebugString()));
   }
+  const dim3 grid(static_cast<unsigned>(rows));
+  if (n <= kRankMaxN) {
+    LaunchKernel(ctx.programmatic_launch(), TopKRankKernel, grid,
+                 dim3(static_cast<unsigned>(CeilDiv(n, 32) * 32)), 0,
+                 ctx.stream(), scores.data<float>(), static_cast<int>(n),
+                 static_cast<int>(k), ids->data<int32_t>());
+    return LastLaunchStatus("TopKRankKernel");
+  }
   const int64_t smem = n * 4;
-  const bool staged = smem <= ctx.info().shared_memory_per_block_optin - 4096;
+  const bool staged = smem + static_cast<int64_t>(sizeof(SelectShared)) <=
+                      ctx.info().shared_memory_per_block_optin;
   const size_t dyn = staged ? static_cast<size_t>(smem) : 0;
-  if (dyn > 48 * 1024) {
+  auto kernel = staged ? TopKSelectKernel<true> : TopKSelectKernel<false>;
+  // The opt-in covers static + dynamic shared memory past the default 48 KiB
+  // (Llama-2-7B's 11008 scores: 43 KiB staged + 12 KiB static).
+  if (dyn + sizeof(SelectShared) > 48 * 1024) {
     DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        TopKKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
         static_cast<int>(dyn)));
   }
-  LaunchKernel(ctx.programmatic_launch(), TopKKernel,
-               dim3(static_cast<unsigned>(rows)), dim3(kTopKThreads), dyn,
-               ctx.stream(), scores.data<float>(), static_cast<int>(n),
-               static_cast<int>(k), staged, ids->data<int32_t>());
-  return LastLaunchStatus("TopKKernel");
+  LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kSelectThreads),
+               dyn, ctx.stream(), scores.data<float>(), static_cast<int>(n),
+               static_cast<int>(k), ids->data<int32_t>());
+  return LastLaunchStatus("TopKSelectKernel");
 }
 
 absl::Status UnitNormsRows(DeviceContext& ctx, const Tensor& x,

@@ -1,7 +1,7 @@
 // Sparse execution (core/graph/sparse_blocks.h) against masked execution on
 // the same selections: prefill + decode logits agree, selection "all" is
 // bit-identical to dense, and the lazily completed K/V caches equal the dense
-// ones after a forced flush.
+// ones once the ring has wrapped.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/graph/session.h"
+#include "core/graph/sparse_blocks.h"
 #include "core/model_shapes.h"
 #include "core/random_weights.h"
 #include "gtest/gtest.h"
@@ -192,8 +193,9 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
   const int64_t heads_k = 1, neurons_k = c.intermediate_size / 4;
   RandomSelection masked(SparseExecution::kMasked, source, heads_k, neurons_k);
   RandomSelection sparse(SparseExecution::kSparse, source, heads_k, neurons_k);
-  // 5-token prefill (sparse MLP rows), 20 decode steps: crosses the forced
-  // flush at position 15 and leaves K/V pending at the end.
+  // 5-token prefill (sparse MLP rows), 20 decode steps: the ring wraps at
+  // position 16, so the heads not kept complete older tokens as it does, and
+  // K/V stay pending at the end.
   const SeqRun a = RunSequence(c, w, masked, 5, 20);
   const SeqRun b = RunSequence(c, w, sparse, 5, 20);
   ASSERT_EQ(a.logits.size(), b.logits.size());
@@ -205,13 +207,15 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
     EXPECT_GT(b.lazy_kv, 0) << "the sparse head path did not run";
   }
   EXPECT_GT(b.gather_t, 0) << "the sparse MLP path did not run";
-  // Rows up to the last flush (position 15) are complete in the sparse cache.
+  // Every head completes a token at the latest one ring length after it:
+  // after the last position (24) rows 0..8 are complete in the sparse cache.
+  const int64_t complete = 5 + 20 - SparseBlocks::kRingSlots;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t width = c.kv_dim();
     const std::vector<float> ka(a.keys[l].begin(),
-                                a.keys[l].begin() + 16 * width);
+                                a.keys[l].begin() + complete * width);
     const std::vector<float> kb(b.keys[l].begin(),
-                                b.keys[l].begin() + 16 * width);
+                                b.keys[l].begin() + complete * width);
     ExpectClose(ka, kb, "keys of layer", l);
   }
 }

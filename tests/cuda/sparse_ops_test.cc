@@ -73,7 +73,7 @@ class SparseOpsTest : public ::testing::Test {
 };
 
 TEST_F(SparseOpsTest, TopKMatchesCpuIncludingTies) {
-  for (int64_t n : {100, 5000, 49152, 70000}) {
+  for (int64_t n : {72, 100, 256, 257, 5000, 49152, 70000}) {
     for (int64_t k : {int64_t{1}, n / 10, n - 1}) {
       Tensor scores = Random({3, n});
       // Coarse values create ties, which go to the lower id.
@@ -88,6 +88,39 @@ TEST_F(SparseOpsTest, TopKMatchesCpuIncludingTies) {
       for (int64_t i = 0; i < ref.numel(); ++i) {
         ASSERT_EQ(host[i], ref.data<int32_t>()[i])
             << "n=" << n << " k=" << k << " at " << i;
+      }
+    }
+  }
+}
+
+// The predictor's selection at model size (Llama-2-7B: 1100 of 11008
+// neurons; OPT-66B: 3686 of 36864; OPT-175B: 4915 of 49152), with distinct
+// scores, with ties inside the
+// threshold's value bin (scores on a 1/64 grid), with a handful of values
+// (ties spanning whole bins) and with only +0 and -0 (an empty range).
+TEST_F(SparseOpsTest, TopKAtModelSizeWithManyTies) {
+  struct Case {
+    const char* name;
+    float grid;  // Scores rounded to multiples of this (0: kept as drawn).
+  };
+  for (int64_t n : {11008, 36864, 49152}) {
+    const int64_t k = n / 10;
+    for (const Case c :
+         {Case{"distinct", 0.f}, Case{"grid 1/64", 1.f / 64},
+          Case{"grid 1", 1.f}, Case{"zeros of both signs", 1e9f}}) {
+      Tensor scores = Random({1, n});
+      for (int64_t i = 0; i < n; ++i) {
+        float& v = scores.data<float>()[i];
+        if (c.grid > 0.f) v = std::round(v / c.grid) * c.grid;
+      }
+      Tensor ref = Tensor::Zeros(DType::kI32, {1, k});
+      cpu_.TopK(scores, k, &ref);
+      Tensor ids = gpu_->Allocate(DType::kI32, {1, k});
+      gpu_->TopK(Up(scores), k, &ids);
+      const std::vector<int32_t> host = DownI32(ids);
+      for (int64_t i = 0; i < k; ++i) {
+        ASSERT_EQ(host[i], ref.data<int32_t>()[i])
+            << c.name << " n=" << n << " at " << i;
       }
     }
   }
@@ -194,7 +227,8 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
   EXPECT_LT(RelErr(Down(out), ref.ToF32Vector()), 1e-5);
 }
 
-// Runs the same lazy K/V steps on both backends and compares the caches.
+// Runs the same lazy K/V steps on both backends and compares the caches and
+// the pending flags after every step.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
   for (bool rope : {false, true}) {
     const int64_t hidden = 64, heads = 4, kv = 2, hd = 16, slots = 16;
@@ -228,10 +262,15 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
     for (int32_t p = 3; p < 40; ++p) {
       const bool final_flush = p == 39;
       Tensor h = Random({1, hidden});
-      Tensor ids = RandomIds(1, 1, heads);
+      // Kv head 1 is kept only at position 23, so the ring's wrap completes
+      // its older tokens (as SparseBlocks runs it: no periodic flush).
+      const int32_t group = heads / kv;
+      const int32_t head = p % 23 == 0
+                               ? group + static_cast<int32_t>(rng_() % group)
+                               : static_cast<int32_t>(rng_() % group);
+      Tensor ids = Tensor::FromI32({head}, {1, 1});
       const Tensor dh = Up(h), dids = Up(ids);
-      const int32_t slot = p % slots;
-      const int32_t step[] = {p, slot, slot == slots - 1 ? 1 : 0};
+      const int32_t step[] = {p, p % static_cast<int32_t>(slots), 0};
       const int32_t flush[] = {0, 0, 1};
       for (int i = 0; i < 2; ++i) {
         LazyKvArgs a;
