@@ -80,10 +80,13 @@ __device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
              (a.head_dim + 2);
 }
 
-// The keys [x, y) of this block's share of [0, kmax): all of them, or with
-// split_keys its split (blockIdx.z), which may be empty.
+// The keys [x, y) of this block's share of [0, kmax): all of them, or in a
+// kSplit kernel its split (blockIdx.z), which may be empty. The prefill
+// kernels take kSplit as a template parameter so the unsplit ones keep their
+// registers (one more live value cost the tensor-core kernel a block per SM).
+template <bool kSplit>
 __device__ __forceinline__ int2 SplitRange(const KernelArgs& a, int kmax) {
-  if (a.split_keys <= 0) return make_int2(0, kmax);
+  if constexpr (!kSplit) return make_int2(0, kmax);
   const int begin = static_cast<int>(blockIdx.z) * a.split_keys;
   return make_int2(begin, min(kmax, begin + a.split_keys));
 }
@@ -129,7 +132,7 @@ __device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
   }
 }
 
-template <int D>
+template <int D, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     PrefillAttentionKernel(const KernelArgs a) {
   constexpr int kCols = D / 32;
@@ -178,7 +181,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < kCols; ++c) acc[r][c] = 0.f;
   }
 
-  const int2 range = SplitRange(a, kmax);
+  const int2 range = SplitRange<kSplit>(a, kmax);
   for (int k0 = range.x; k0 < range.y; k0 += kTileK) {
     __syncthreads();  // The previous tile is fully consumed.
     LoadKvTile<D>(a, a.k, kvh, k0, range.y, kQStride, ks);
@@ -240,7 +243,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int row = q0 + r0 + r;
     if (row >= a.n) continue;
-    if (a.split_keys > 0) {  // A partial for DecodeCombineKernel.
+    if constexpr (kSplit) {  // A partial for DecodeCombineKernel.
       float* entry = ScratchEntry(a, row, h, static_cast<int>(blockIdx.z));
       if (lane == 0) {
         entry[0] = m[r];
@@ -312,7 +315,7 @@ __device__ __forceinline__ void WriteMmaPartial(const KernelArgs& a, int row,
   }
 }
 
-template <int D>
+template <int D, bool kSplit>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     PrefillAttentionMmaKernel(const KernelArgs a) {
   constexpr int kKStride = D + 8;  // halves per K / V row (16-byte rows,
@@ -365,7 +368,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
 
-  const int2 range = SplitRange(a, kmax);
+  const int2 range = SplitRange<kSplit>(a, kmax);
   for (int k0 = range.x; k0 < range.y; k0 += kMmaKeys) {
     __syncthreads();  // The previous tile is consumed.
     // Stage K (row-major) and V (transposed) as f16; rows past the range
@@ -476,7 +479,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
     l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
   }
-  if (a.split_keys > 0) {  // Partials for DecodeCombineKernel.
+  if constexpr (kSplit) {  // Partials for DecodeCombineKernel.
     WriteMmaPartial<D>(a, row_a, h, t, m_a, l_a, o, 0);
     WriteMmaPartial<D>(a, row_b, h, t, m_b, l_b, o, 2);
     return;
@@ -758,21 +761,43 @@ unsigned PrefillSplits(const KernelArgs& a) {
   return a.split_keys > 0 ? static_cast<unsigned>(a.chunks) : 1u;
 }
 
-template <int D>
+template <int D, bool kSplit>
 absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
   constexpr int kSmem = PrefillSmemBytes<D>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        PrefillAttentionKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        kSmem);
+        PrefillAttentionKernel<D, kSplit>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),
                   static_cast<unsigned>(a.heads), PrefillSplits(a));
-  PrefillAttentionKernel<D><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
+  PrefillAttentionKernel<D, kSplit>
+      <<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PrefillAttentionKernel");
+}
+
+template <int D>
+absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
+  return a.split_keys > 0 ? LaunchPrefill<D, true>(ctx, a)
+                          : LaunchPrefill<D, false>(ctx, a);
+}
+
+template <int D, bool kSplit>
+absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
+                  static_cast<unsigned>(a.heads), PrefillSplits(a));
+  PrefillAttentionMmaKernel<D, kSplit>
+      <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
+  return LastLaunchStatus("PrefillAttentionMmaKernel");
+}
+
+template <int D>
+absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
+  return a.split_keys > 0 ? LaunchPrefillMma<D, true>(ctx, a)
+                          : LaunchPrefillMma<D, false>(ctx, a);
 }
 
 template <int D>
@@ -819,16 +844,8 @@ absl::Status PrefillAttention(DeviceContext& ctx,
   const absl::Status launched = [&]() -> absl::Status {
     if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&
         IsAligned(a.out, 8) && (args.head_dim == 64 || args.head_dim == 128)) {
-      const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
-                      static_cast<unsigned>(a.heads), PrefillSplits(a));
-      if (args.head_dim == 64) {
-        PrefillAttentionMmaKernel<64>
-            <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
-      } else {
-        PrefillAttentionMmaKernel<128>
-            <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
-      }
-      return LastLaunchStatus("PrefillAttentionMmaKernel");
+      return args.head_dim == 64 ? LaunchPrefillMma<64>(ctx, a)
+                                 : LaunchPrefillMma<128>(ctx, a);
     }
     switch (PickHeadDim(args.head_dim)) {
       case 32:
