@@ -230,8 +230,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
     live_keys_ = contiguous ? absl::Span<const int32_t>() : live;
     RunLayer(layer, phase, rows, x, pending);
     state.MarkComputed(layer, rows, revived);
-    const int bucket =
-        TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
+    const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
     clock.Lap(*x, &times.layer_ms[bucket], &times.layer_host_ms[bucket]);
     ++times.layers[bucket];
     times.rows[bucket] += static_cast<int64_t>(rows.size());

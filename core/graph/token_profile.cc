@@ -11,8 +11,8 @@ int TokenProfile::Bucket(int64_t rows) {
 }
 
 const char* TokenProfile::BucketName(int bucket) {
-  static constexpr const char* kNames[kBuckets] = {"1", "2-8", "9-64",
-                                                   "65-255", "256+"};
+  static constexpr const char* kNames[kBuckets] = {"1", "2-8", "9-64", "65-255",
+                                                   "256+"};
   return bucket >= 0 && bucket < kBuckets ? kNames[bucket] : "?";
 }
 

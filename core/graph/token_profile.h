@@ -27,7 +27,7 @@ struct TokenProfile {
   double select_ms = 0;  // The probe, its read-back and the method's choice.
   double move_ms = 0;    // Row bookkeeping and moves (Aux Cache, next x).
   int64_t probes = 0;    // Selections that read the probe.
-  std::array<double, kBuckets> layer_ms{};     // Until the device finished.
+  std::array<double, kBuckets> layer_ms{};       // Until the device finished.
   std::array<double, kBuckets> layer_host_ms{};  // Issuing them (host).
   std::array<int64_t, kBuckets> layers{};
   std::array<int64_t, kBuckets> rows{};  // Rows computed, new token included.

@@ -44,7 +44,7 @@ struct BenchResult {
   double prefill_tflops = 0;
   std::vector<double> decode_ms;  // Every measured decode step, wall time.
   double decode_ms_median = 0, decode_ms_p10 = 0, decode_ms_p90 = 0;
-  double decode_ms_mean = 0;  // Steps vary when tokens are revived.
+  double decode_ms_mean = 0;            // Steps vary when tokens are revived.
   double decode_device_ms_median = -1;  // Device clock, when available.
   double tokens_per_s = 0;
   double weight_bytes = 0;       // Distinct weight tensors.

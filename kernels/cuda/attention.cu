@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention.h"
@@ -756,6 +757,22 @@ int PickHeadDim(int64_t head_dim) {
   return 0;
 }
 
+// launch(std::integral_constant<int, D>) for the kernels' head dim D that
+// holds `head_dim` (CheckArgs bounds it by kMaxAttentionHeadDim).
+template <typename Launch>
+absl::Status WithHeadDim(int64_t head_dim, Launch launch) {
+  switch (PickHeadDim(head_dim)) {
+    case 32:
+      return launch(std::integral_constant<int, 32>());
+    case 64:
+      return launch(std::integral_constant<int, 64>());
+    case 128:
+      return launch(std::integral_constant<int, 128>());
+    default:
+      return launch(std::integral_constant<int, 256>());
+  }
+}
+
 // Blocks along the key axis of a prefill grid (blockIdx.z).
 unsigned PrefillSplits(const KernelArgs& a) {
   return a.split_keys > 0 ? static_cast<unsigned>(a.chunks) : 1u;
@@ -774,8 +791,7 @@ absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),
                   static_cast<unsigned>(a.heads), PrefillSplits(a));
-  PrefillAttentionKernel<D, kSplit>
-      <<<grid, kThreads, kSmem, ctx.stream()>>>(a);
+  PrefillAttentionKernel<D, kSplit><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PrefillAttentionKernel");
 }
 
@@ -847,16 +863,9 @@ absl::Status PrefillAttention(DeviceContext& ctx,
       return args.head_dim == 64 ? LaunchPrefillMma<64>(ctx, a)
                                  : LaunchPrefillMma<128>(ctx, a);
     }
-    switch (PickHeadDim(args.head_dim)) {
-      case 32:
-        return LaunchPrefill<32>(ctx, a);
-      case 64:
-        return LaunchPrefill<64>(ctx, a);
-      case 128:
-        return LaunchPrefill<128>(ctx, a);
-      default:
-        return LaunchPrefill<256>(ctx, a);
-    }
+    return WithHeadDim(args.head_dim, [&](auto d) {
+      return LaunchPrefill<decltype(d)::value>(ctx, a);
+    });
   }();
   if (!launched.ok() || a.split_keys == 0) return launched;
   DecodeCombineKernel<<<dim3(static_cast<unsigned>(a.heads),
@@ -891,16 +900,9 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
-  switch (PickHeadDim(args.head_dim)) {
-    case 32:
-      return LaunchDecode<32>(ctx, a);
-    case 64:
-      return LaunchDecode<64>(ctx, a);
-    case 128:
-      return LaunchDecode<128>(ctx, a);
-    default:
-      return LaunchDecode<256>(ctx, a);
-  }
+  return WithHeadDim(args.head_dim, [&](auto d) {
+    return LaunchDecode<decltype(d)::value>(ctx, a);
+  });
 }
 
 }  // namespace dynsparse::cuda

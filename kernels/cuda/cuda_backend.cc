@@ -573,8 +573,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     d.key_splits =
         PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count());
     if (d.key_splits > 1) {
-      split_scratch =
-          Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
+      split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
       d.split_scratch = split_scratch.data<float>();
     }
   }

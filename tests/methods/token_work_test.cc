@@ -1,9 +1,10 @@
 // The token-pruning instrumentation reaches the results: longctx and latency
 // rows of a lazyllm run carry the computed fraction of prompt token-layers
 // and the ideal TTFT speedup it implies; dense runs carry neither.
+#include "experiments/bench/token_work.h"
+
 #include <string>
 
-#include "experiments/bench/token_work.h"
 #include "experiments/metrics/registry.h"
 #include "gtest/gtest.h"
 #include "methods/lazyllm/lazyllm.h"
