@@ -44,6 +44,11 @@ class Session {
   const KvCache& cache() const { return cache_; }
   // Token pruning state (null unless the method selects tokens).
   const TokenState* token_state() const { return tokens_.get(); }
+  // Times the phases of later decode steps (token_profile.h); no-op unless
+  // the method selects tokens.
+  void EnableTokenProfile() {
+    if (tokens_ != nullptr) tokens_->EnableProfile();
+  }
 
  private:
   absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;

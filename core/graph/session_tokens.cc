@@ -13,6 +13,7 @@
 // dropped is out of the layer's context in this step (Lazy-Llama does the
 // same); with keep 1.0 the two coincide.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -40,6 +41,7 @@ class Candidates : public TokenCandidates {
     return absl::MakeConstSpan(scores_.data<float>(),
                                static_cast<size_t>(scores_.numel()));
   }
+  bool probed() const { return !scores_.empty(); }
 
  private:
   absl::Span<const int32_t> positions_;
@@ -74,6 +76,45 @@ absl::Status ApplySelection(const TokenSelection& keep, int64_t layer,
   return absl::OkStatus();
 }
 
+// Wall time between the phase boundaries of a profiled step. Each Lap
+// first waits for the device (a 4-byte read of x), so a phase is charged the
+// device work it issued; `issue_ms` gets the host's part (until the wait).
+// Off (no profile): does nothing.
+class PhaseClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Starts from an idle device (waits for what x's producers issued).
+  PhaseClock(Backend& backend, bool on, const Tensor& x)
+      : backend_(backend), on_(on) {
+    if (on_) Wait(x);
+    start_ = last_ = Clock::now();
+  }
+
+  void Lap(const Tensor& x, double* ms, double* issue_ms = nullptr) {
+    if (!on_) return;
+    const Clock::time_point issued = Clock::now();
+    Wait(x);
+    const Clock::time_point done = Clock::now();
+    *ms += Ms(done - last_);
+    if (issue_ms != nullptr) *issue_ms += Ms(issued - last_);
+    last_ = done;
+  }
+  double SinceStart() const { return Ms(last_ - start_); }
+
+ private:
+  static double Ms(Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  }
+  void Wait(const Tensor& x) {
+    backend_.ReadNow(x.Reshape({x.numel()}).Rows(0, 1));
+  }
+
+  Backend& backend_;
+  bool on_;
+  Clock::time_point start_, last_;
+};
+
 }  // namespace
 
 absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
@@ -89,6 +130,10 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
   for (int32_t p = 0; p < end; ++p) live[p] = p;
   std::vector<int32_t> rows(positions.begin(), positions.end());  // x's rows
   bool contiguous = true;  // live == [0, end)
+  TokenProfile* profile = phase == Phase::kDecode ? state.profile() : nullptr;
+  TokenProfile unused;  // Laps of an unprofiled step go nowhere.
+  TokenProfile& times = profile != nullptr ? *profile : unused;
+  PhaseClock clock(backend_, profile != nullptr, *x);
 
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     int64_t revived = 0;
@@ -114,6 +159,8 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
       });
       TokenSelection keep;
       method_.SelectTokens({layer, phase}, candidates, &keep);
+      if (candidates.probed()) ++times.probes;
+      clock.Lap(*x, &times.select_ms);
       if (!keep.all) {
         const size_t before = live.size();
         absl::Status s = ApplySelection(keep, layer, first_protected, &live);
@@ -178,10 +225,20 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
         *x = next;
         rows = std::move(compute);
       }
+      clock.Lap(*x, &times.move_ms);
     }
     live_keys_ = contiguous ? absl::Span<const int32_t>() : live;
     RunLayer(layer, phase, rows, x, pending);
     state.MarkComputed(layer, rows, revived);
+    const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
+    clock.Lap(*x, &times.layer_ms[bucket], &times.layer_host_ms[bucket]);
+    ++times.layers[bucket];
+    times.rows[bucket] += static_cast<int64_t>(rows.size());
+    times.revived += revived;
+  }
+  if (profile != nullptr) {
+    ++profile->steps;
+    profile->steps_ms += clock.SinceStart();
   }
   live_keys_ = {};
   if (first_new == 0) state.EndPrefill();

@@ -36,6 +36,7 @@ void TokenState::Clear() {
   std::fill(count_.begin(), count_.end(), 0);
   stats_ = TokenStats();
   stats_.layers = layers_;
+  profile_ = TokenProfile();
 }
 
 void TokenState::Truncate(int64_t length) {
@@ -77,6 +78,7 @@ void TokenState::MarkAux(int64_t layer, absl::Span<const int32_t> positions) {
 void TokenState::BeginStep() {
   journal_.clear();
   stats_at_step_ = stats_;
+  profile_at_step_ = profile_;
 }
 
 void TokenState::Rollback() {
@@ -90,6 +92,7 @@ void TokenState::Rollback() {
   }
   journal_.clear();
   stats_ = stats_at_step_;
+  profile_ = profile_at_step_;
 }
 
 void TokenState::BeginPrompt(int64_t prompt_tokens) {

@@ -18,6 +18,7 @@
 
 #include "absl/types/span.h"
 #include "core/graph/backend.h"
+#include "core/graph/token_profile.h"
 #include "core/model_config.h"
 #include "core/tensor.h"
 
@@ -77,6 +78,14 @@ class TokenState {
   void EndPrefill() { stats_.prefill_computed = stats_.computed; }
   const TokenStats& stats() const { return stats_; }
 
+  // Opt-in phase timing of decode steps (token_profile.h); null when off.
+  // Cleared with the sequence, rolled back with a discarded step.
+  void EnableProfile() { profiling_ = true; }
+  TokenProfile* profile() { return profiling_ ? &profile_ : nullptr; }
+  const TokenProfile* profile() const {
+    return profiling_ ? &profile_ : nullptr;
+  }
+
  private:
   size_t Index(int64_t layer, int32_t position) const {
     return static_cast<size_t>(layer * capacity_ + position);
@@ -99,6 +108,9 @@ class TokenState {
   };
   std::vector<Change> journal_;
   TokenStats stats_at_step_;
+  bool profiling_ = false;
+  TokenProfile profile_;
+  TokenProfile profile_at_step_;
 };
 
 }  // namespace dynsparse

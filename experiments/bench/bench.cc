@@ -59,6 +59,19 @@ std::string BenchGitSha() {
   return DYNSPARSE_GIT_SHA;
 }
 
+std::map<std::string, std::string> BenchSwitches() {
+  std::map<std::string, std::string> set;
+  for (const char* name :
+       {"DYNSPARSE_CUDA_FUSE", "DYNSPARSE_CUDA_PDL",
+        "DYNSPARSE_CUDA_EARLY_LOADS", "DYNSPARSE_CUDA_SPLIT_ATTENTION",
+        "DYNSPARSE_CUDA_TC_ATTENTION_ROWS"}) {
+    if (const char* value = std::getenv(name); value != nullptr) {
+      set[name] = value;
+    }
+  }
+  return set;
+}
+
 double DecodeBytesPerStep(const ModelConfig& config,
                           const ModelWeights& weights, int64_t context) {
   std::map<const void*, double> tensors;
@@ -101,6 +114,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["decode_ms_median"] = decode_ms_median;
   j["decode_ms_p10"] = decode_ms_p10;
   j["decode_ms_p90"] = decode_ms_p90;
+  j["decode_ms_mean"] = decode_ms_mean;
   if (decode_device_ms_median >= 0) {
     j["decode_device_ms_median"] = decode_device_ms_median;
   }
@@ -115,6 +129,8 @@ nlohmann::json BenchResult::ToJson() const {
   j["git_sha"] = git_sha;
   j["method"] = method;
   for (const auto& [key, value] : token_work.items()) j[key] = value;
+  if (!token_profile.empty()) j["token_profile"] = token_profile;
+  if (!switches.empty()) j["env"] = switches;
   return j;
 }
 
@@ -137,6 +153,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   r.new_tokens = o.new_tokens;
   r.repeats = o.repeats;
   r.git_sha = BenchGitSha();
+  r.switches = BenchSwitches();
   for (const LayerWeights& l : weights.layers) {
     if (!l.wq.empty()) {
       r.dtype = DTypeName(l.wq.dtype());
@@ -153,6 +170,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   for (int32_t& t : step) t = id(rng);
 
   Session session(config, weights, backend, method, capacity);
+  if (o.token_profile) session.EnableTokenProfile();
   std::vector<double> ttft, device_ms;
   TokenWork token_work;
   for (int64_t rep = 0; rep <= o.repeats; ++rep) {
@@ -176,12 +194,20 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
     if (rep > 0) token_work.Add(session);
   }
   r.token_work = token_work.ToJson();
+  if (const TokenState* state = session.token_state();
+      state != nullptr && state->profile() != nullptr) {
+    r.token_profile = TokenProfileJson(*state->profile());
+  }
   r.ttft_ms = Percentile(ttft, 0.5);
   r.prefill_tflops =
       PrefillFlops(config, weights, o.prompt) / (r.ttft_ms * 1e-3) / 1e12;
   r.decode_ms_median = Percentile(r.decode_ms, 0.5);
   r.decode_ms_p10 = Percentile(r.decode_ms, 0.1);
   r.decode_ms_p90 = Percentile(r.decode_ms, 0.9);
+  for (double ms : r.decode_ms) r.decode_ms_mean += ms;
+  if (!r.decode_ms.empty()) {
+    r.decode_ms_mean /= static_cast<double>(r.decode_ms.size());
+  }
   if (!device_ms.empty())
     r.decode_device_ms_median = Percentile(device_ms, 0.5);
   r.tokens_per_s = 1e3 * static_cast<double>(o.batch) / r.decode_ms_median;

@@ -6,6 +6,7 @@
 #define DYNSPARSE_EXPERIMENTS_BENCH_BENCH_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct BenchOptions {
   double bandwidth_gbps = 0;  // > 0: use it; else measure a device copy.
   int64_t bandwidth_bytes = int64_t{1} << 30;  // Size of that copy.
   uint64_t seed = 1;                           // Prompt token ids.
+  bool token_profile = false;  // Session::EnableTokenProfile (slows steps).
 };
 
 struct BenchResult {
@@ -42,6 +44,7 @@ struct BenchResult {
   double prefill_tflops = 0;
   std::vector<double> decode_ms;  // Every measured decode step, wall time.
   double decode_ms_median = 0, decode_ms_p10 = 0, decode_ms_p90 = 0;
+  double decode_ms_mean = 0;            // Steps vary when tokens are revived.
   double decode_device_ms_median = -1;  // Device clock, when available.
   double tokens_per_s = 0;
   double weight_bytes = 0;       // Distinct weight tensors.
@@ -51,12 +54,20 @@ struct BenchResult {
   double floor_ms = 0;           // bytes_per_step / bandwidth.
   double achieved_gbps = 0;      // bytes_per_step / decode_ms_median.
   std::string git_sha;
+  // The backend A/B switches set in the environment (BenchSwitches).
+  std::map<std::string, std::string> switches;
   // Token pruning (LazyLLM): TokenWork::ToJson of the measured sequences;
   // empty for methods that keep every token.
   nlohmann::json token_work = nlohmann::json::object();
+  // With BenchOptions::token_profile: TokenProfileJson of the last sequence.
+  nlohmann::json token_profile = nlohmann::json::object();
 
   nlohmann::json ToJson() const;
 };
+
+// The A/B environment switches of the backends (DYNSPARSE_CUDA_FUSE, _PDL,
+// _EARLY_LOADS, _SPLIT_ATTENTION, _TC_ATTENTION_ROWS) that are set.
+std::map<std::string, std::string> BenchSwitches();
 
 // The git commit this binary was built from (configure time, or the
 // DYNSPARSE_GIT_SHA environment variable when set), "unknown" otherwise.

@@ -33,6 +33,9 @@ const std::vector<FlagSpec>& Specs() {
       {"seed", FlagKind::kValue, "random weights and prompt ids", "1"},
       {"no-cuda-graphs", FlagKind::kSwitch,
        "run decode steps eagerly instead of replaying a CUDA graph"},
+      {"token-profile", FlagKind::kSwitch,
+       "token pruning: split decode steps into phases (token_profile); "
+       "waits for the device at each phase, so steps run slower"},
       {"json", FlagKind::kSwitch, "print one JSON object"},
   };
   return *kSpecs;
@@ -55,6 +58,7 @@ absl::StatusOr<BenchResult> Run(const ParsedFlags& flags,
   if (absl::Status s = CheckDeviceName(request.device); !s.ok()) return s;
 
   BenchOptions options;
+  options.token_profile = flags.Has("token-profile");
   for (auto [name, field] : {std::pair{"prompt", &options.prompt},
                              {"new", &options.new_tokens},
                              {"batch", &options.batch},

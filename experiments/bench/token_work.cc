@@ -30,4 +30,27 @@ nlohmann::json TokenWork::ToJson() const {
           {"token_sequences", sequences_}};
 }
 
+nlohmann::json TokenProfileJson(const TokenProfile& p) {
+  const double steps = p.steps > 0 ? static_cast<double>(p.steps) : 1.0;
+  nlohmann::json groups = nlohmann::json::array();
+  for (int b = 0; b < TokenProfile::kBuckets; ++b) {
+    if (p.layers[b] == 0) continue;
+    const double layers = static_cast<double>(p.layers[b]);
+    groups.push_back(
+        {{"rows", TokenProfile::BucketName(b)},
+         {"layers", layers / steps},
+         {"rows_per_layer", static_cast<double>(p.rows[b]) / layers},
+         {"ms", p.layer_ms[b] / steps},
+         {"host_ms", p.layer_host_ms[b] / steps},
+         {"ms_per_layer", p.layer_ms[b] / layers}});
+  }
+  return {{"steps", p.steps},
+          {"ms_per_step", p.steps_ms / steps},
+          {"select_ms", p.select_ms / steps},
+          {"move_ms", p.move_ms / steps},
+          {"probes", static_cast<double>(p.probes) / steps},
+          {"revived_token_layers", static_cast<double>(p.revived) / steps},
+          {"by_rows", groups}};
+}
+
 }  // namespace dynsparse

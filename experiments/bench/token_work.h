@@ -9,9 +9,17 @@
 #include <cstdint>
 
 #include "core/graph/session.h"
+#include "core/graph/token_profile.h"
 #include "nlohmann/json.hpp"
 
 namespace dynsparse {
+
+// A TokenProfile as JSON, per decode step: {"steps", "ms_per_step",
+// "select_ms", "move_ms", "probes", "revived_token_layers", "by_rows":
+// [{"rows", "layers", "rows_per_layer", "ms", "host_ms",
+// "ms_per_layer"}...]} (the by_rows "ms" of all groups plus select and move
+// add up to ms_per_step).
+nlohmann::json TokenProfileJson(const TokenProfile& profile);
 
 class TokenWork {
  public:

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention.h"
@@ -46,7 +47,9 @@ struct KernelArgs {
   int64_t q_stride;   // floats per q / out row
   int64_t kv_stride;  // floats per cache row
   int max_keys;       // keys a row may see at most (<= capacity)
-  int chunks;         // decode: key chunks per (row, head)
+  int chunks;         // decode: key chunks per (row, head); split prefill:
+                      // key splits
+  int split_keys;     // split prefill: keys per split (blockIdx.z); 0: none
   float scale;
   bool vec4;  // head_dim % 4 == 0 and 16-byte aligned rows
 };
@@ -68,6 +71,25 @@ __device__ __forceinline__ int VisibleKeys(const KernelArgs& a, int pos) {
     }
   }
   return lo;
+}
+
+// Scratch entry of (row, head, chunk): max, sum, then head_dim weighted sums.
+__device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
+                                               int h, int chunk) {
+  return a.scratch +
+         ((static_cast<int64_t>(row) * a.heads + h) * a.chunks + chunk) *
+             (a.head_dim + 2);
+}
+
+// The keys [x, y) of this block's share of [0, kmax): all of them, or in a
+// kSplit kernel its split (blockIdx.z), which may be empty. The prefill
+// kernels take kSplit as a template parameter so the unsplit ones keep their
+// registers (one more live value cost the tensor-core kernel a block per SM).
+template <bool kSplit>
+__device__ __forceinline__ int2 SplitRange(const KernelArgs& a, int kmax) {
+  if constexpr (!kSplit) return make_int2(0, kmax);
+  const int begin = static_cast<int>(blockIdx.z) * a.split_keys;
+  return make_int2(begin, min(kmax, begin + a.split_keys));
 }
 
 template <int D>
@@ -111,7 +133,7 @@ __device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
   }
 }
 
-template <int D>
+template <int D, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     PrefillAttentionKernel(const KernelArgs a) {
   constexpr int kCols = D / 32;
@@ -160,10 +182,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < kCols; ++c) acc[r][c] = 0.f;
   }
 
-  for (int k0 = 0; k0 < kmax; k0 += kTileK) {
+  const int2 range = SplitRange<kSplit>(a, kmax);
+  for (int k0 = range.x; k0 < range.y; k0 += kTileK) {
     __syncthreads();  // The previous tile is fully consumed.
-    LoadKvTile<D>(a, a.k, kvh, k0, kmax, kQStride, ks);
-    LoadKvTile<D>(a, a.v, kvh, k0, kmax, D, vs);
+    LoadKvTile<D>(a, a.k, kvh, k0, range.y, kQStride, ks);
+    LoadKvTile<D>(a, a.v, kvh, k0, range.y, D, vs);
     __syncthreads();
 
     float s[kRowsPerWarp];
@@ -181,7 +204,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     const int key = k0 + lane;
-    const int key_pos = key < kmax ? KeyRow(a, key) : INT_MAX;
+    const int key_pos = key < range.y ? KeyRow(a, key) : INT_MAX;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       float sr = key_pos <= my_pos[r] ? s[r] : -INFINITY;
@@ -221,6 +244,19 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int row = q0 + r0 + r;
     if (row >= a.n) continue;
+    if constexpr (kSplit) {  // A partial for DecodeCombineKernel.
+      float* entry = ScratchEntry(a, row, h, static_cast<int>(blockIdx.z));
+      if (lane == 0) {
+        entry[0] = m[r];
+        entry[1] = l[r];
+      }
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int d = lane + 32 * c;
+        if (d < a.head_dim) entry[2 + d] = acc[r][c];
+      }
+      continue;
+    }
     const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
@@ -241,6 +277,8 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kMmaWarps = 4;
 constexpr int kMmaRows = 16 * kMmaWarps;  // 64 queries per block
 constexpr int kMmaKeys = 64;
+static_assert(kMmaRows == kTileQ && kMmaKeys % kTileK == 0,
+              "key splits and PrefillKeySplits assume these tiles");
 
 __device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
   const __half2 h = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
@@ -257,7 +295,28 @@ __device__ __forceinline__ void MmaF16(float (&c)[4], uint32_t a0, uint32_t a1,
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// One query row's partial of a key split (a DecodeAttention chunk entry):
+// lane t holds columns 8n + 2t and 8n + 2t + 1 of the row in o[n][first] and
+// o[n][first + 1] (first: 0 for the fragment's upper row, 2 for the lower).
 template <int D>
+__device__ __forceinline__ void WriteMmaPartial(const KernelArgs& a, int row,
+                                                int h, int t, float m, float l,
+                                                const float (&o)[D / 8][4],
+                                                int first) {
+  if (row >= a.n) return;
+  float* e = ScratchEntry(a, row, h, static_cast<int>(blockIdx.z));
+  if (t == 0) {
+    e[0] = m;
+    e[1] = l;
+  }
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    e[2 + 8 * n + 2 * t] = o[n][first];
+    e[3 + 8 * n + 2 * t] = o[n][first + 1];
+  }
+}
+
+template <int D, bool kSplit>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     PrefillAttentionMmaKernel(const KernelArgs a) {
   constexpr int kKStride = D + 8;  // halves per K / V row (16-byte rows,
@@ -310,19 +369,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
 
-  for (int k0 = 0; k0 < kmax; k0 += kMmaKeys) {
+  const int2 range = SplitRange<kSplit>(a, kmax);
+  for (int k0 = range.x; k0 < range.y; k0 += kMmaKeys) {
     __syncthreads();  // The previous tile is consumed.
-    // Stage K (row-major) and V (transposed) as f16; rows past kmax are
-    // zero (the cache beyond the sequence holds arbitrary bytes).
+    // Stage K (row-major) and V (transposed) as f16; rows past the range
+    // are zero (the cache beyond the sequence holds arbitrary bytes).
     for (int r = threadIdx.x; r < kMmaKeys; r += kMmaWarps * 32) {
-      kpos[r] = k0 + r < kmax ? KeyRow(a, k0 + r) : INT_MAX;
+      kpos[r] = k0 + r < range.y ? KeyRow(a, k0 + r) : INT_MAX;
     }
     for (int idx = threadIdx.x; idx < kMmaKeys * D / 4; idx += kMmaWarps * 32) {
       const int r = idx / (D / 4);
       const int d = (idx % (D / 4)) * 4;
       float4 kv = make_float4(0.f, 0.f, 0.f, 0.f);
       float4 vv = kv;
-      if (k0 + r < kmax) {
+      if (k0 + r < range.y) {
         const int64_t off =
             static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
             static_cast<int64_t>(kvh) * D + d;
@@ -420,6 +480,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
     l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
   }
+  if constexpr (kSplit) {  // Partials for DecodeCombineKernel.
+    WriteMmaPartial<D>(a, row_a, h, t, m_a, l_a, o, 0);
+    WriteMmaPartial<D>(a, row_b, h, t, m_b, l_b, o, 2);
+    return;
+  }
   const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f;
   const float inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
 #pragma unroll
@@ -436,14 +501,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       *dst = make_float2(o[n][2] * inv_b, o[n][3] * inv_b);
     }
   }
-}
-
-// Scratch entry of (row, head, chunk): max, sum, then head_dim weighted sums.
-__device__ __forceinline__ float* ScratchEntry(const KernelArgs& a, int row,
-                                               int h, int chunk) {
-  return a.scratch +
-         ((static_cast<int64_t>(row) * a.heads + h) * a.chunks + chunk) *
-             (a.head_dim + 2);
 }
 
 // One chunk of keys of one (row, head): the partial max, sum and weighted
@@ -686,6 +743,7 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   }
   a->chunks =
       static_cast<int>(CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
+  a->split_keys = 0;
   a->scale = args.scale;
   a->vec4 =
       args.head_dim % 4 == 0 && IsAligned(a->k, 16) && IsAligned(a->v, 16);
@@ -699,21 +757,63 @@ int PickHeadDim(int64_t head_dim) {
   return 0;
 }
 
-template <int D>
+// launch(std::integral_constant<int, D>) for the kernels' head dim D that
+// holds `head_dim` (CheckArgs bounds it by kMaxAttentionHeadDim).
+template <typename Launch>
+absl::Status WithHeadDim(int64_t head_dim, Launch launch) {
+  switch (PickHeadDim(head_dim)) {
+    case 32:
+      return launch(std::integral_constant<int, 32>());
+    case 64:
+      return launch(std::integral_constant<int, 64>());
+    case 128:
+      return launch(std::integral_constant<int, 128>());
+    default:
+      return launch(std::integral_constant<int, 256>());
+  }
+}
+
+// Blocks along the key axis of a prefill grid (blockIdx.z).
+unsigned PrefillSplits(const KernelArgs& a) {
+  return a.split_keys > 0 ? static_cast<unsigned>(a.chunks) : 1u;
+}
+
+template <int D, bool kSplit>
 absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
   constexpr int kSmem = PrefillSmemBytes<D>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        PrefillAttentionKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        kSmem);
+        PrefillAttentionKernel<D, kSplit>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),
-                  static_cast<unsigned>(a.heads));
-  PrefillAttentionKernel<D><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
+                  static_cast<unsigned>(a.heads), PrefillSplits(a));
+  PrefillAttentionKernel<D, kSplit><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PrefillAttentionKernel");
+}
+
+template <int D>
+absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
+  return a.split_keys > 0 ? LaunchPrefill<D, true>(ctx, a)
+                          : LaunchPrefill<D, false>(ctx, a);
+}
+
+template <int D, bool kSplit>
+absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
+                  static_cast<unsigned>(a.heads), PrefillSplits(a));
+  PrefillAttentionMmaKernel<D, kSplit>
+      <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
+  return LastLaunchStatus("PrefillAttentionMmaKernel");
+}
+
+template <int D>
+absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
+  return a.split_keys > 0 ? LaunchPrefillMma<D, true>(ctx, a)
+                          : LaunchPrefillMma<D, false>(ctx, a);
 }
 
 template <int D>
@@ -742,29 +842,50 @@ absl::Status PrefillAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.max_keys = static_cast<int>(std::min<int64_t>(max_keys, a.max_keys));
-  if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) && IsAligned(a.out, 8) &&
-      (args.head_dim == 64 || args.head_dim == 128)) {
-    const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
-                    static_cast<unsigned>(a.heads));
-    if (args.head_dim == 64) {
-      PrefillAttentionMmaKernel<64>
-          <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
-    } else {
-      PrefillAttentionMmaKernel<128>
-          <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
+  a.split_keys = 0;
+  if (args.key_splits > 1) {
+    if (args.split_scratch == nullptr) {
+      return absl::InvalidArgumentError("attention: key splits need scratch");
     }
-    return LastLaunchStatus("PrefillAttentionMmaKernel");
+    // Whole key tiles of both kernels (kMmaKeys is a multiple of kTileK).
+    const int span = static_cast<int>(
+        CeilDiv(CeilDiv(a.max_keys, args.key_splits), kMmaKeys) * kMmaKeys);
+    const int splits = static_cast<int>(CeilDiv(a.max_keys, span));
+    if (splits > 1) {
+      a.split_keys = span;
+      a.chunks = splits;
+      a.scratch = args.split_scratch;
+    }
   }
-  switch (PickHeadDim(args.head_dim)) {
-    case 32:
-      return LaunchPrefill<32>(ctx, a);
-    case 64:
-      return LaunchPrefill<64>(ctx, a);
-    case 128:
-      return LaunchPrefill<128>(ctx, a);
-    default:
-      return LaunchPrefill<256>(ctx, a);
-  }
+  const absl::Status launched = [&]() -> absl::Status {
+    if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&
+        IsAligned(a.out, 8) && (args.head_dim == 64 || args.head_dim == 128)) {
+      return args.head_dim == 64 ? LaunchPrefillMma<64>(ctx, a)
+                                 : LaunchPrefillMma<128>(ctx, a);
+    }
+    return WithHeadDim(args.head_dim, [&](auto d) {
+      return LaunchPrefill<decltype(d)::value>(ctx, a);
+    });
+  }();
+  if (!launched.ok() || a.split_keys == 0) return launched;
+  DecodeCombineKernel<<<dim3(static_cast<unsigned>(a.heads),
+                             static_cast<unsigned>(a.n)),
+                        128, 0, ctx.stream()>>>(a);
+  return LastLaunchStatus("DecodeCombineKernel");
+}
+
+int64_t PrefillKeySplits(int64_t rows, int64_t heads, int64_t max_keys,
+                         int sm_count) {
+  const int64_t blocks = CeilDiv(rows, int64_t{kTileQ}) * heads;
+  if (blocks <= 0 || blocks >= sm_count) return 1;
+  return std::clamp<int64_t>(CeilDiv(2 * int64_t{sm_count}, blocks), 1,
+                             std::max<int64_t>(1, CeilDiv(max_keys, kMmaKeys)));
+}
+
+int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args) {
+  return args.key_splits <= 1 ? 0
+                              : args.q->dim(0) * args.num_heads *
+                                    args.key_splits * (args.head_dim + 2);
 }
 
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {
@@ -779,16 +900,9 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
-  switch (PickHeadDim(args.head_dim)) {
-    case 32:
-      return LaunchDecode<32>(ctx, a);
-    case 64:
-      return LaunchDecode<64>(ctx, a);
-    case 128:
-      return LaunchDecode<128>(ctx, a);
-    default:
-      return LaunchDecode<256>(ctx, a);
-  }
+  return WithHeadDim(args.head_dim, [&](auto d) {
+    return LaunchDecode<decltype(d)::value>(ctx, a);
+  });
 }
 
 }  // namespace dynsparse::cuda

@@ -8,6 +8,8 @@
 // - PrefillAttention: flash-style tiling (64 queries x 32 keys per step,
 //   online softmax in f32); the n x n score matrix never exists. Optionally
 //   on tensor cores (mma.sync, f16 operands) for long prompts.
+//   With key_splits, few query rows over many keys also split the keys
+//   over blocks (flash-decoding style partials, merged by a second kernel).
 // - DecodeAttention (flash-decoding): the keys are split into chunks of 64,
 //   one block per (chunk, head, row) writes a partial (max, sum, weighted
 //   values) and a second kernel merges the chunks. For a few query rows.
@@ -44,6 +46,13 @@ struct DeviceAttentionArgs {
   // scores and softmax in f32) when head_dim is 64 or 128; relative error
   // ~1e-3 instead of ~1e-6.
   bool tensor_cores = false;
+  // Prefill only: split the keys over up to `key_splits` blocks per (64-row
+  // query tile, head), for a few query rows over many keys (token steps that
+  // revive rows: one block per head would leave most SMs idle). Each block
+  // writes a partial like a DecodeAttention chunk into `split_scratch`
+  // (PrefillSplitScratchFloats floats) and a second kernel merges them.
+  int64_t key_splits = 1;
+  float* split_scratch = nullptr;
   // Decode only: DecodeAttentionCounters(args) device ints, zero, which the
   // kernel leaves zero. With them the last block of each (row, head) merges
   // the key chunks in the same launch (one kernel instead of two, same
@@ -62,6 +71,13 @@ struct DeviceAttentionArgs {
 absl::Status PrefillAttention(DeviceContext& ctx,
                               const DeviceAttentionArgs& args,
                               int64_t max_keys);
+
+// Key splits that fill `sm_count` SMs about twice for a prefill of `rows`
+// query rows over `max_keys` keys; 1 when the (tile, head) grid alone does.
+int64_t PrefillKeySplits(int64_t rows, int64_t heads, int64_t max_keys,
+                         int sm_count);
+// Floats of split_scratch a prefill with args.key_splits needs.
+int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args);
 
 // Floats of scratch DecodeAttention needs for these arguments.
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);

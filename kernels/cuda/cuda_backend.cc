@@ -109,6 +109,15 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       fuse != nullptr && std::strcmp(fuse, "0") == 0) {
     opts.fused_ops = false;
   }
+  // A/B switches for token steps that revive rows (results/lazyllm).
+  if (const char* split = std::getenv("DYNSPARSE_CUDA_SPLIT_ATTENTION");
+      split != nullptr && std::strcmp(split, "0") == 0) {
+    opts.split_prefill_attention = false;
+  }
+  if (const char* rows = std::getenv("DYNSPARSE_CUDA_TC_ATTENTION_ROWS");
+      rows != nullptr && std::atoll(rows) > 0) {
+    opts.tensor_core_attention_rows = std::atoll(rows);
+  }
   std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(*ctx), opts));
   if (absl::Status s = backend->Init(); !s.ok()) return s;
   return backend;
@@ -559,7 +568,19 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     return;
   }
   d.tensor_cores = n >= options_.tensor_core_attention_rows;
-  if (!Op(Mix(Mix(sig, args.num_keys), d.tensor_cores))) return;
+  Tensor split_scratch;
+  if (options_.split_prefill_attention) {
+    d.key_splits =
+        PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count());
+    if (d.key_splits > 1) {
+      split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
+      d.split_scratch = split_scratch.data<float>();
+    }
+  }
+  if (!Op(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
+              static_cast<uint64_t>(d.key_splits)))) {
+    return;
+  }
   Check(PrefillAttention(*ctx_, d, args.num_keys), "Attention");
 }
 

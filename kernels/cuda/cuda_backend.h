@@ -41,7 +41,13 @@ struct CudaBackendOptions {
   bool cuda_graphs = true;  // Capture and replay single-token steps.
   // Prefills of at least this many rows run attention on tensor cores (f16
   // operands, attention.h); shorter ones, and decode, stay in f32.
+  // DYNSPARSE_CUDA_TC_ATTENTION_ROWS=N overrides it (A/B timing).
   int64_t tensor_core_attention_rows = 256;
+  // Prefills whose (query tile, head) grid leaves SMs idle split the keys
+  // over more blocks (attention.h key_splits): a token step that revives a
+  // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
+  // turns it off (A/B timing).
+  bool split_prefill_attention = true;
   // RopeWriteKv as one kernel, decode attention merging its chunks in the
   // same launch, the ungated MLP's activation in the up GEMV's epilogue
   // (LinearActivate) and, at batch 1, SwiGLU's activation in the up/gate GEMV

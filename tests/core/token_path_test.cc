@@ -212,6 +212,53 @@ TEST(TokenPathTest, StaticPruningNeverRevives) {
   EXPECT_EQ(stats.computed, stats.prefill_computed);
 }
 
+// Sum over (token, layer) of the times it was computed.
+int64_t TotalComputations(const TokenState& state, const ModelConfig& c,
+                          int32_t capacity) {
+  int64_t total = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    for (int32_t p = 0; p < capacity; ++p) total += state.computations(l, p);
+  }
+  return total;
+}
+
+// The opt-in profile sees every decode step's layers and rows (and nothing
+// of the prefill), and its phases add up to the step.
+TEST(TokenPathTest, ProfileAccountsForEveryDecodeRow) {
+  const ModelConfig c = SixLayerLlama();
+  const ModelWeights w = RandomWeights(c, 7);
+  const std::vector<int32_t> prompt = RandomIds(60, c.vocab_size, 2);
+  auto lazy = Lazy({"schedule=2:0.6,4:0.5"}, c);
+  CpuBackend backend(1);
+  const int32_t capacity = 80;
+  Session session(c, w, backend, *lazy, capacity);
+  EXPECT_EQ(session.token_state()->profile(), nullptr);
+  session.EnableTokenProfile();
+  ASSERT_TRUE(session.Forward(prompt, 59).ok());
+  const TokenState& state = *session.token_state();
+  const int64_t after_prefill = TotalComputations(state, c, capacity);
+  const int steps = 12;
+  for (int s = 0; s < steps; ++s) {
+    ASSERT_TRUE(session.Forward({static_cast<int32_t>(s + 3)}, 0).ok());
+  }
+  const TokenProfile& p = *state.profile();
+  EXPECT_EQ(p.steps, steps);
+  EXPECT_EQ(p.probes, steps * 2);  // Two boundaries, each probed.
+  int64_t layers = 0, rows = 0;
+  double phases = p.select_ms + p.move_ms;
+  for (int b = 0; b < TokenProfile::kBuckets; ++b) {
+    layers += p.layers[b];
+    rows += p.rows[b];
+    phases += p.layer_ms[b];
+    EXPECT_LE(p.layer_host_ms[b], p.layer_ms[b]);
+  }
+  EXPECT_EQ(layers, steps * c.num_layers);
+  EXPECT_EQ(rows, TotalComputations(state, c, capacity) - after_prefill);
+  EXPECT_GT(rows, layers);  // Revived rows beside each new token.
+  EXPECT_EQ(p.revived, state.stats().revived);
+  EXPECT_NEAR(phases, p.steps_ms, 1e-6 * p.steps_ms + 1e-9);
+}
+
 // A step the backend discards (CUDA graph mismatch) must leave no trace, or
 // its rerun would skip rows as already computed.
 TEST(TokenPathTest, RollbackUndoesADiscardedStep) {

@@ -71,6 +71,20 @@ TEST_P(AttentionTest, MatchesCpuReference) {
       testutil::RelativeError(Download(prefill_out), ref.ToF32Vector());
   EXPECT_LT(prefill_err, 1e-5) << SeedMessage();
 
+  // The keys split over blocks: the same values up to summation order.
+  args.key_splits = 3;
+  Tensor split_scratch =
+      PoisonedDevice(DType::kF32, {PrefillSplitScratchFloats(args)});
+  args.split_scratch = split_scratch.data<float>();
+  Tensor split_out = PoisonedDevice(DType::kF32, ref.shape());
+  args.out = &split_out;
+  ASSERT_TRUE(PrefillAttention(ctx(), args, keys).ok());
+  EXPECT_LT(testutil::RelativeError(Download(split_out), ref.ToF32Vector()),
+            1e-5)
+      << "split keys " << SeedMessage();
+  args.key_splits = 1;
+  args.split_scratch = nullptr;
+
   Tensor decode_out = PoisonedDevice(DType::kF32, ref.shape());
   args.out = &decode_out;
   Tensor scratch =
@@ -178,6 +192,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TensorCoreAttentionTest,
                                            Case{130, 20, 200, 4, 4, 64},
                                            Case{64, 0, 64, 2, 1, 128},
                                            Case{1000, 24, 1100, 4, 2, 128}));
+
+// Splits only when the (tile, head) grid leaves SMs idle, never into more
+// splits than key tiles.
+TEST(PrefillKeySplitsTest, SplitsOnlySmallGrids) {
+  const int sms = 132;
+  const int64_t heads = 32;
+  EXPECT_EQ(PrefillKeySplits(4096, heads, 4096, sms), 1);  // a prompt
+  const int64_t revived = PrefillKeySplits(40, heads, 1025, sms);
+  EXPECT_GT(revived, 1);
+  EXPECT_GE(revived * heads, sms);
+  EXPECT_LE(PrefillKeySplits(40, heads, 100, sms), 2);  // two key tiles
+  EXPECT_EQ(PrefillKeySplits(40, heads, 10, sms), 1);
+}
 
 class AttentionErrorTest : public testutil::CudaTest {};
 

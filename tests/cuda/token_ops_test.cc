@@ -100,6 +100,26 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     args.tensor_cores = false;
   }
 
+  // Keys split over blocks (attention.h key_splits), on both kernels: the
+  // same result up to summation order; rows before a split see none of it.
+  args.key_splits = 4;
+  Tensor split_scratch =
+      PoisonedDevice(DType::kF32, {PrefillSplitScratchFloats(args)});
+  args.split_scratch = split_scratch.data<float>();
+  for (bool tensor_cores : {false, true}) {
+    if (tensor_cores && c.head_dim != 64 && c.head_dim != 128) continue;
+    Tensor split_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &split_out;
+    args.tensor_cores = tensor_cores;
+    ASSERT_TRUE(PrefillAttention(ctx(), args, c.live).ok());
+    EXPECT_LT(testutil::RelativeError(Download(split_out), ref.ToF32Vector()),
+              tensor_cores ? 3e-3 : 1e-5)
+        << "split keys, tensor cores " << tensor_cores << " " << SeedMessage();
+  }
+  args.tensor_cores = false;
+  args.key_splits = 1;
+  args.split_scratch = nullptr;
+
   if (c.rows <= 8) {
     Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
     args.out = &dec_out;

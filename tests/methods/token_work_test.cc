@@ -1,6 +1,8 @@
 // The token-pruning instrumentation reaches the results: longctx and latency
 // rows of a lazyllm run carry the computed fraction of prompt token-layers
 // and the ideal TTFT speedup it implies; dense runs carry neither.
+#include "experiments/bench/token_work.h"
+
 #include <string>
 
 #include "experiments/metrics/registry.h"
@@ -68,6 +70,38 @@ TEST(TokenWorkTest, LongctxAndLatencyRowsReportComputedFraction) {
   ASSERT_TRUE(lat_rows.ok()) << lat_rows.status();
   ASSERT_NE(Find(*lat_rows, "computed_fraction"), nullptr);
   EXPECT_LT(Find(*lat_rows, "computed_fraction")->value, 1.0);
+}
+
+// Per-step averages; row groups no layer fell into are left out.
+TEST(TokenWorkTest, ProfileJsonAveragesPerStep) {
+  TokenProfile p;
+  p.steps = 4;
+  p.steps_ms = 20;
+  p.select_ms = 2;
+  p.move_ms = 1;
+  p.probes = 12;
+  p.revived = 40;
+  const int one = TokenProfile::Bucket(1), many = TokenProfile::Bucket(30);
+  p.layers[one] = 8;
+  p.rows[one] = 8;
+  p.layer_ms[one] = 5;
+  p.layers[many] = 4;
+  p.rows[many] = 120;
+  p.layer_ms[many] = 12;
+  p.layer_host_ms[many] = 3;
+  const nlohmann::json j = TokenProfileJson(p);
+  EXPECT_DOUBLE_EQ(j["ms_per_step"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(j["select_ms"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["probes"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["revived_token_layers"].get<double>(), 10.0);
+  ASSERT_EQ(j["by_rows"].size(), 2u);
+  const nlohmann::json& g = j["by_rows"][1];
+  EXPECT_EQ(g["rows"], TokenProfile::BucketName(many));
+  EXPECT_DOUBLE_EQ(g["layers"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(g["rows_per_layer"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(g["ms"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(g["ms_per_layer"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(g["host_ms"].get<double>(), 0.75);
 }
 
 }  // namespace
