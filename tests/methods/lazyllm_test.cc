@@ -119,6 +119,35 @@ TEST(CombinedMethodTest, DenseOnEitherSideIsTheOtherMethodExactly) {
   EXPECT_NE(Logits(*dense), want);  // The schedule did prune.
 }
 
+// DejaVu predicts a layer's heads from the previous layer's MLP input; token
+// pruning (and revival at decode) changes the rows between the two, so the
+// head selection must follow the rows of the layer it is used in.
+TEST(CombinedMethodTest, DejavuHeadsFollowPrunedAndRevivedRows) {
+  const std::vector<std::string> tokens = {"token=lazyllm",
+                                           "token.schedule=1:0.6,3:0.5"};
+  const std::vector<float> lazy_only =
+      Logits(*Make("lazyllm", {"schedule=1:0.6,3:0.5"}));
+  for (const char* selector : {"predictor", "random", "oracle"}) {
+    for (const char* execution : {"masked", "sparse"}) {
+      std::vector<std::string> items = tokens;
+      items.insert(items.end(),
+                   {"head_neuron=dejavu", "head_neuron.predictors=random:8",
+                    std::string("head_neuron.selector=") + selector,
+                    std::string("head_neuron.execution=") + execution});
+      std::vector<std::string> keep_all = items;
+      keep_all.push_back("head_neuron.mlp_keep=1");
+      keep_all.push_back("head_neuron.head_keep=1");
+      EXPECT_EQ(Logits(*Make("combined", keep_all)), lazy_only)
+          << selector << " " << execution;
+      items.push_back("head_neuron.mlp_keep=0.5");
+      items.push_back("head_neuron.head_keep=0.5");
+      const std::vector<float> sparse = Logits(*Make("combined", items));
+      EXPECT_EQ(sparse.size(), lazy_only.size()) << selector << " " << execution;
+      EXPECT_NE(sparse, lazy_only) << selector << " " << execution;
+    }
+  }
+}
+
 TEST(CombinedMethodTest, SideParametersAreChecked) {
   EXPECT_EQ(MakeError("combined", {"token=lazyllm", "token.kep=1"}).message(),
             "combined token: method 'lazyllm' has no parameter 'kep' (valid: "
