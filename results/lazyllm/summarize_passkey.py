@@ -3,10 +3,13 @@ accuracy with its Wilson 95% interval and the answer log-likelihood (mean
 +- standard error), pooled per (model, method, context) over depths, plus
 paired comparisons of each lazyllm schedule against static pruning and random
 drop at the same schedule (the same keys: trial i of a cell uses the same
-seed for every method). Writes summary.md and two SVG plots into the folder.
+seed for every method), from every results*.jsonl in the folder. Writes summary.md and two SVG plots into the folder.
 
-Usage: python3 summarize_passkey.py RUN_DIR
+Usage: python3 summarize_passkey.py RUN_DIR [MORE_RUN_DIRS...]
+(the outputs go to RUN_DIR; jobs of the same model and method label merge
+across folders, their (context, depth) cells side by side)
 """
+import glob
 import json
 import math
 import os
@@ -56,28 +59,40 @@ def kind(params):
     return "lazyllm"
 
 
-def load(run_dir):
-    """(model, label) -> {"params", "method", "cells": {(ctx, depth): {...}}}"""
-    jobs = OrderedDict()
-    with open(os.path.join(run_dir, "results.jsonl")) as f:
-        for text in f:
-            line = json.loads(text)
-            if line.get("kind") != "result" or line.get("status") != "ok":
-                continue
-            if not line.get("task", "").startswith("passkey@"):
-                continue
-            key = (line["model"], method_label(line))
-            job = jobs.setdefault(key, {"params": line["params"],
-                                        "method": line["method"], "cells": {}})
-            d = line["details"]
-            cell = job["cells"].setdefault((d.get("context"), d.get("depth")), {})
-            if line["metric"] == "passkey_acc":
-                cell["found"] = d["found_by_trial"]
-                cell["computed"] = d.get("prefill_computed_fraction", 1.0)
-                cell["after"] = d.get("generation_computed_fraction", 1.0)
-            elif line["metric"] in ("answer_logprob", "answer_logprob_per_token"):
-                cell[line["metric"]] = d["by_trial"]
-    return jobs
+def read_lines(run_dirs):
+    for name in sorted(n for d in run_dirs
+                       for n in glob.glob(os.path.join(d, "results*.jsonl"))):
+        with open(name) as f:
+            for text in f:
+                if text.strip():
+                    yield json.loads(text)
+
+
+SCORES = ("passkey_acc", "answer_logprob", "answer_logprob_per_token")
+
+
+def load(run_dirs):
+    """(model, label) -> {"params", "method", "cells": {(ctx, depth): {...}}},
+    in job order."""
+    jobs = {}
+    for line in read_lines(run_dirs):
+        if line.get("kind") != "result" or line.get("status") != "ok":
+            continue
+        if line.get("metric") not in SCORES:
+            continue
+        key = (line["model"], method_label(line))
+        job = jobs.setdefault(key, {"params": line["params"],
+                                    "method": line["method"],
+                                    "index": line["job_index"], "cells": {}})
+        d = line["details"]
+        cell = job["cells"].setdefault((d["context"], d["depth"]), {})
+        if line["metric"] == "passkey_acc":
+            cell["found"] = d["found_by_trial"]
+            cell["computed"] = d.get("prefill_computed_fraction", 1.0)
+            cell["after"] = d.get("generation_computed_fraction", 1.0)
+        else:
+            cell[line["metric"]] = d["by_trial"]
+    return OrderedDict(sorted(jobs.items(), key=lambda kv: kv[1]["index"]))
 
 
 def pooled(job, context):
@@ -90,6 +105,8 @@ def pooled(job, context):
         tok += cell["answer_logprob_per_token"]
         computed.append(cell["computed"])
         after.append(cell["after"])
+    if not computed:
+        return [], [], [], 1.0, 1.0
     return found, ll, tok, sum(computed) / len(computed), sum(after) / len(after)
 
 
@@ -138,7 +155,10 @@ def svg_plot(path, title, y_label, groups, y_range):
                    f'{v:.2f}</text>')
     for g, (context, points) in enumerate(groups):
         x0 = left + g * panel_w
-        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 10}" '
+        if g > 0:
+            out.append(f'<line x1="{x0}" x2="{x0}" y1="{top - 20}" '
+                       f'y2="{h - bottom}" stroke="#999999"/>')
+        out.append(f'<text x="{x0 + panel_w / 2}" y="{top - 14}" '
                    f'text-anchor="middle">context {context}</text>')
         step = panel_w / (len(points) + 1)
         for i, (label, y, low, high, k) in enumerate(points):
@@ -160,7 +180,7 @@ def svg_plot(path, title, y_label, groups, y_range):
 
 def main():
     run_dir = sys.argv[1]
-    jobs = load(run_dir)
+    jobs = load(sys.argv[1:])
     contexts = sorted({ctx for j in jobs.values() for (ctx, _) in j["cells"]})
     many_models = len({m for m, _ in jobs}) > 1
     md = ["Passkey retrieval pooled over depths per context: accuracy "
@@ -181,7 +201,11 @@ def main():
             low, high = wilson(k, n)
             m, se = mean_se(ll)
             mt, st = mean_se(tok)
-            name = f"{model} {label}" if many_models else label
+            name = label
+            if job["method"] == "lazyllm" and "schedule" in job["params"]:
+                name = f"{kind(job['params'])} {job['params']['schedule']}"
+            if many_models:
+                name = f"{model} {name}"
             md.append(f"| {model} | {label} | {context or 'all'} | {k}/{n} | "
                       f"{k / n:.3f} [{low:.2f}, {high:.2f}] | {m:.2f} ± {se:.2f} | "
                       f"{mt:.3f} ± {st:.3f} | {computed:.3f} | {after:.3f} |")
@@ -193,6 +217,24 @@ def main():
         if context is not None:
             acc_groups.append((context, acc_points))
             ll_groups.append((context, ll_points))
+
+    # Per (context, depth) cell: hits and mean log-likelihood per token.
+    cells = sorted({c for j in jobs.values() for c in j["cells"]})
+    md += ["", "Per cell (context / depth): found / trials, mean answer "
+           "log-likelihood per token.", "",
+           "| model | method | " + " | ".join(f"{c} / {d}" for c, d in cells)
+           + " |", "| --- | --- |" + " ---: |" * len(cells)]
+    for (model, label), job in jobs.items():
+        texts = []
+        for c in cells:
+            cell = job["cells"].get(c)
+            if cell is None or "found" not in cell:
+                texts.append("")
+                continue
+            tok = cell["answer_logprob_per_token"]
+            texts.append(f"{sum(cell['found'])}/{len(cell['found'])}, "
+                         f"{sum(tok) / len(tok):.2f}")
+        md.append(f"| {model} | {label} | " + " | ".join(texts) + " |")
 
     # Paired: each lazyllm schedule vs static / random at that schedule.
     lines = []
