@@ -119,6 +119,20 @@ TEST(CombinedMethodTest, DenseOnEitherSideIsTheOtherMethodExactly) {
   EXPECT_NE(Logits(*dense), want);  // The schedule did prune.
 }
 
+// Random drop draws a fresh subset per sequence, reproducibly from its seed;
+// the attention selector depends on the sequence alone.
+TEST(LazyLlmMethodTest, RandomDropDrawsPerSequenceReproducibly) {
+  const std::vector<std::string> random = {"schedule=1:0.5", "selector=random",
+                                           "seed=4"};
+  auto a = Make("lazyllm", random);
+  auto b = Make("lazyllm", random);
+  const std::vector<float> first = Logits(*a);
+  EXPECT_NE(Logits(*a), first);
+  EXPECT_EQ(Logits(*b), first);
+  auto attention = Make("lazyllm", {"schedule=1:0.5"});
+  EXPECT_EQ(Logits(*attention), Logits(*attention));
+}
+
 TEST(CombinedMethodTest, SideParametersAreChecked) {
   EXPECT_EQ(MakeError("combined", {"token=lazyllm", "token.kep=1"}).message(),
             "combined token: method 'lazyllm' has no parameter 'kep' (valid: "
