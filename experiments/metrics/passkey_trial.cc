@@ -10,8 +10,8 @@ namespace {
 
 absl::Span<const float> LastRow(const Tensor& logits) {
   const int64_t vocab = logits.dim(1);
-  return absl::MakeConstSpan(
-      logits.data<float>() + (logits.dim(0) - 1) * vocab, vocab);
+  return absl::MakeConstSpan(logits.data<float>() + (logits.dim(0) - 1) * vocab,
+                             vocab);
 }
 
 }  // namespace
@@ -32,8 +32,7 @@ absl::StatusOr<PasskeyTrialResult> RunPasskeyTrial(
         " answer tokens exceeds the ", session.capacity(), "-token session"));
   }
   auto stops = [&](int32_t token) {
-    return std::find(stop_ids.begin(), stop_ids.end(), token) !=
-           stop_ids.end();
+    return std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
   };
   PasskeyTrialResult result;
   result.answer_tokens = a;
@@ -79,8 +78,7 @@ absl::StatusOr<PasskeyTrialResult> RunPasskeyTrial(
     row.assign(last.begin(), last.end());
   }
   while (true) {
-    const int32_t next =
-        static_cast<int32_t>(ScoreToken(row, 0).argmax);
+    const int32_t next = static_cast<int32_t>(ScoreToken(row, 0).argmax);
     result.generated.push_back(next);
     if (stops(next) ||
         static_cast<int64_t>(result.generated.size()) == max_new) {

@@ -3,11 +3,12 @@
 // hand; the greedy tokens of a trial equal plain greedy generation whether
 // greedy follows the answer or leaves it; lazyllm at keep 1.0 equals dense
 // exactly and a pruned schedule changes the score.
+#include "experiments/metrics/passkey_trial.h"
+
 #include <cmath>
 
 #include "experiments/generation.h"
 #include "experiments/metrics/passkey.h"
-#include "experiments/metrics/passkey_trial.h"
 #include "experiments/metrics/registry.h"
 #include "experiments/metrics/sample_stats.h"
 #include "gtest/gtest.h"
@@ -77,13 +78,13 @@ TEST(PasskeyTrialTest, DenseScoreIsTheLogSoftmaxSumAndGreedyIsUnchanged) {
   const int32_t other =
       (greedy[0] + 1) % static_cast<int32_t>(tm->model.config.vocab_size);
   const std::vector<std::vector<int32_t>> answers = {
-      p->answer, std::vector<int32_t>(greedy.begin(), greedy.begin() + 3),
+      p->answer,
+      std::vector<int32_t>(greedy.begin(), greedy.begin() + 3),
       {other, greedy[1]}};
-  Session session(tm->model.config, tm->model.weights, tm->backend,
-                  tm->method, kContext);
+  Session session(tm->model.config, tm->model.weights, tm->backend, tm->method,
+                  kContext);
   for (const std::vector<int32_t>& answer : answers) {
-    auto trial =
-        RunPasskeyTrial(session, p->tokens, answer, kMaxNew, stop_ids);
+    auto trial = RunPasskeyTrial(session, p->tokens, answer, kMaxNew, stop_ids);
     ASSERT_TRUE(trial.ok()) << trial.status();
     EXPECT_EQ(trial->answer_tokens, static_cast<int64_t>(answer.size()));
     EXPECT_LT(trial->answer_logprob, 0.0);
@@ -97,8 +98,8 @@ TEST(PasskeyTrialTest, DenseScoreIsTheLogSoftmaxSumAndGreedyIsUnchanged) {
 TEST(PasskeyTrialTest, RejectsAnAnswerThatDoesNotFit) {
   auto tm = testing::OpenTinyLlama();
   ASSERT_NE(tm, nullptr);
-  Session session(tm->model.config, tm->model.weights, tm->backend,
-                  tm->method, 16);
+  Session session(tm->model.config, tm->model.weights, tm->backend, tm->method,
+                  16);
   const std::vector<int32_t> prompt(12, 5), answer(6, 7);
   EXPECT_EQ(RunPasskeyTrial(session, prompt, answer, 2, {}).status().code(),
             absl::StatusCode::kOutOfRange);
@@ -173,8 +174,8 @@ TEST(PasskeyTrialTest, LazyllmKeepOneEqualsDenseAndPruningMovesTheScore) {
 // successes one bound is the end of [0, 1].
 TEST(SampleStatsTest, WilsonBoundsSolveTheScoreEquation) {
   const double z = 1.959963984540054;
-  for (const auto& [k, n] : std::vector<std::pair<int, int>>{
-           {3, 10}, {12, 24}, {1, 32}}) {
+  for (const auto& [k, n] :
+       std::vector<std::pair<int, int>>{{3, 10}, {12, 24}, {1, 32}}) {
     const auto [low, high] = WilsonInterval(k, n, z);
     const double phat = static_cast<double>(k) / n;
     for (double b : {low, high}) {
