@@ -49,6 +49,18 @@ TokenizedRequest EncodeRequest(const Tokenizer& tokenizer,
   return out;
 }
 
+TokenScore ScoreToken(absl::Span<const float> row, int32_t target) {
+  TokenScore score;
+  for (size_t v = 1; v < row.size(); ++v) {
+    if (row[v] > row[score.argmax]) score.argmax = static_cast<int64_t>(v);
+  }
+  const float top = row[score.argmax];
+  double sum = 0.0;
+  for (float x : row) sum += std::exp(x - top);
+  score.logprob = static_cast<double>(row[target]) - top - std::log(sum);
+  return score;
+}
+
 int64_t DefaultMaxLength(const ModelConfig& config) {
   return config.max_position_embeddings > 0 ? config.max_position_embeddings
                                             : 2048;
@@ -146,21 +158,16 @@ LoglikelihoodScorer::ScoreGroup(absl::Span<const TokenizedRequest> requests) {
     out.is_greedy = true;
     out.tokens = static_cast<int64_t>(p.targets.size());
     for (size_t t = 0; t < p.targets.size(); ++t) {
-      const float* row = data + static_cast<int64_t>(t) * vocab;
-      int64_t argmax = 0;
-      for (int64_t v = 1; v < vocab; ++v) {
-        if (row[v] > row[argmax]) argmax = v;
-      }
-      double sum = 0.0;
-      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - row[argmax]);
       const int32_t target = p.targets[t];
       if (target < 0 || target >= vocab) {
         return absl::InvalidArgumentError(absl::StrCat(
             "token id ", target, " outside the model's vocabulary of ", vocab));
       }
-      out.logprob +=
-          static_cast<double>(row[target]) - row[argmax] - std::log(sum);
-      if (argmax != target) out.is_greedy = false;
+      const TokenScore score = ScoreToken(
+          absl::MakeConstSpan(data + static_cast<int64_t>(t) * vocab, vocab),
+          target);
+      out.logprob += score.logprob;
+      if (score.argmax != target) out.is_greedy = false;
     }
   }
   return results;

@@ -46,6 +46,14 @@ TokenizedRequest EncodeRequest(const Tokenizer& tokenizer,
                                const LoglikelihoodRequest& request,
                                bool add_bos_token);
 
+// log_softmax(row)[target] (natural log) and the row's argmax (first index
+// on ties), in double precision as lm-eval sums them.
+struct TokenScore {
+  double logprob = 0.0;
+  int64_t argmax = 0;
+};
+TokenScore ScoreToken(absl::Span<const float> row, int32_t target);
+
 // lm-eval's max_length for a model: max_position_embeddings, else 2048.
 int64_t DefaultMaxLength(const ModelConfig& config);
 

@@ -15,6 +15,8 @@
 #include "experiments/generation.h"
 #include "experiments/metrics/longbench_scores.h"
 #include "experiments/metrics/passkey.h"
+#include "experiments/metrics/passkey_trial.h"
+#include "experiments/metrics/sample_stats.h"
 
 namespace dynsparse {
 namespace {
@@ -70,8 +72,10 @@ class LongctxMetric : public Metric {
 
   std::string Protocol() const override {
     if (o_.task == "passkey") {
-      return absl::StrCat("passkey retrieval, greedy, ", o_.trials,
-                          " keys per (context, depth)");
+      return absl::StrCat(
+          "passkey retrieval, greedy, ", o_.trials,
+          " keys per (context, depth); answer log-likelihood: the key's "
+          "tokens teacher-forced as decode steps (nats)");
     }
     return absl::StrCat("LongBench-style ", o_.score, " on ", o_.file,
                         ", greedy ", MaxNew(), " tokens");
@@ -95,35 +99,79 @@ class LongctxMetric : public Metric {
     const int64_t total =
         static_cast<int64_t>(o_.contexts.size() * o_.depths.size()) * o_.trials;
     int64_t done = 0;
+    std::vector<int32_t> stop_ids;
+    if (auto eos = model.tokenizer->eos_id()) stop_ids = {*eos};
     for (int64_t context : o_.contexts) {
       Session session(model.model->config, model.model->weights, *model.backend,
                       *model.method, context);
       for (double depth : o_.depths) {
-        int64_t found = 0;
+        std::vector<int> found;
+        std::vector<double> logprob, per_token;
         TokenWork work;
         for (int64_t t = 0; t < o_.trials; ++t) {
           auto p = MakePasskeyPrompt(*model.tokenizer, context - MaxNew(),
                                      depth, o_.seed * 1000003 + t);
           if (!p.ok()) return p.status();
-          auto out = GenerateGreedy(model, session, p->tokens, MaxNew());
-          if (!out.ok()) return out.status();
-          found += PasskeyFound(model.tokenizer->Decode(*out, true), p->key);
+          auto trial = RunPasskeyTrial(session, p->tokens, p->answer, MaxNew(),
+                                       stop_ids);
+          if (!trial.ok()) return trial.status();
+          found.push_back(PasskeyFound(
+              model.tokenizer->Decode(trial->generated, true), p->key));
+          logprob.push_back(trial->answer_logprob);
+          per_token.push_back(trial->answer_logprob /
+                              static_cast<double>(trial->answer_tokens));
           work.Add(session);
           if (progress) progress(++done, total);
         }
-        MetricRow& row = rows.emplace_back();
-        row.metric = "passkey_acc";
-        row.task = absl::StrCat("passkey@", context, "/", depth);
-        row.value = static_cast<double>(found) / o_.trials;
-        row.n = o_.trials;
-        row.details = {{"context", context},
-                       {"depth", depth},
-                       {"max_new_tokens", MaxNew()},
-                       {"seed", o_.seed}};
-        AddTokenWork(work, &rows);
+        const size_t scored = rows.size();
+        AddPasskeyRows(context, depth, found, logprob, per_token, &rows);
+        AddTokenWork(work, scored, &rows);
       }
     }
     return rows;
+  }
+
+  // Accuracy (Wilson 95% interval in its details) and the answer's mean
+  // log-likelihood, in total and per token, each with its standard error.
+  // Per-trial values go in the details, so methods (same keys: same seeds)
+  // can be compared trial by trial.
+  void AddPasskeyRows(int64_t context, double depth,
+                      const std::vector<int>& found,
+                      const std::vector<double>& logprob,
+                      const std::vector<double>& per_token,
+                      std::vector<MetricRow>* rows) const {
+    const int64_t n = static_cast<int64_t>(found.size());
+    int64_t hits = 0;
+    for (int f : found) hits += f;
+    const auto [low, high] = WilsonInterval(hits, n);
+    MetricRow acc;
+    acc.metric = "passkey_acc";
+    acc.task = absl::StrCat("passkey@", context, "/", depth);
+    acc.value = static_cast<double>(hits) / static_cast<double>(n);
+    acc.stderr_value =
+        MeanStderr(std::vector<double>(found.begin(), found.end())).second;
+    acc.n = n;
+    acc.details = {{"context", context},
+                   {"depth", depth},
+                   {"max_new_tokens", MaxNew()},
+                   {"seed", o_.seed},
+                   {"found", hits},
+                   {"wilson95", {low, high}},
+                   {"found_by_trial", found}};
+    MetricRow ll = acc;
+    ll.metric = "answer_logprob";
+    std::tie(ll.value, ll.stderr_value) = MeanStderr(logprob);
+    ll.details = {{"context", context},
+                  {"depth", depth},
+                  {"seed", o_.seed},
+                  {"by_trial", logprob}};
+    MetricRow tok = ll;
+    tok.metric = "answer_logprob_per_token";
+    std::tie(tok.value, tok.stderr_value) = MeanStderr(per_token);
+    tok.details["by_trial"] = per_token;
+    rows->push_back(std::move(acc));
+    rows->push_back(std::move(ll));
+    rows->push_back(std::move(tok));
   }
 
   absl::StatusOr<std::vector<MetricRow>> RunLongbench(
@@ -179,22 +227,26 @@ class LongctxMetric : public Metric {
                    {"max_length", max_length},
                    {"max_new_tokens", MaxNew()}};
     std::vector<MetricRow> rows = {row};
-    AddTokenWork(work, &rows);
+    AddTokenWork(work, 0, &rows);
     return rows;
   }
 
-  // Token pruning: the computed fraction and ideal TTFT speedup beside the
-  // last row (same task), and in its details.
-  static void AddTokenWork(const TokenWork& work,
+  // Token pruning: the computed fraction and ideal TTFT speedup in the
+  // details of the (*rows)[scored] (the task's score) and as rows of their
+  // own after the last row.
+  static void AddTokenWork(const TokenWork& work, size_t scored,
                            std::vector<MetricRow>* rows) {
     if (work.empty()) return;
-    MetricRow& last = rows->back();
-    const nlohmann::json fields = work.ToJson();  // Outlives the loop.
-    for (const auto& [key, value] : fields.items()) last.details[key] = value;
-    MetricRow fraction = last;
+    const nlohmann::json fields = work.ToJson();
+    for (const auto& [key, value] : fields.items()) {
+      (*rows)[scored].details[key] = value;
+    }
+    MetricRow fraction;
     fraction.metric = "computed_fraction";
+    fraction.task = (*rows)[scored].task;
+    fraction.n = (*rows)[scored].n;
     fraction.value = work.prefill_fraction();
-    fraction.stderr_value.reset();
+    fraction.details = fields;
     MetricRow speedup = fraction;
     speedup.metric = "ideal_ttft_speedup";
     speedup.value = work.ideal_ttft_speedup();

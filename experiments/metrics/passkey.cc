@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "experiments/metrics/loglikelihood.h"
 
 namespace dynsparse {
 namespace {
@@ -71,7 +72,11 @@ absl::StatusOr<PasskeyPrompt> MakePasskeyPrompt(const Tokenizer& tokenizer,
   }
   p.filler_units = lo;
   p.units_before_key = Before(depth, lo);
-  p.tokens = tokenizer.Encode(Build(p.key, lo, p.units_before_key), true);
+  const std::string text = Build(p.key, lo, p.units_before_key);
+  TokenizedRequest request =
+      EncodeRequest(tokenizer, {text, absl::StrCat(" ", p.key)}, true);
+  p.tokens = std::move(request.context);
+  p.answer = std::move(request.continuation);
   return p;
 }
 

@@ -18,6 +18,10 @@ struct PasskeyPrompt {
   std::string key;  // Five digits.
   std::vector<int32_t>
       tokens;  // The prompt, BOS first when the tokenizer adds one.
+  // The key as the prompt's continuation (" " + key), tokenized as lm-eval
+  // tokenizes a loglikelihood request's continuation: the tail of
+  // encode(prompt text + " " + key) after the prompt's tokens.
+  std::vector<int32_t> answer;
   int64_t filler_units = 0;      // Filler sentences groups in the prompt.
   int64_t units_before_key = 0;  // Of those, how many precede the key.
 };

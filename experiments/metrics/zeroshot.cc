@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "datasets/tasks/python_random.h"
+#include "experiments/metrics/sample_stats.h"
 
 namespace dynsparse {
 namespace {
@@ -45,19 +46,6 @@ int ArgMax(const std::vector<double>& v) {
     if (v[i] > v[best]) best = static_cast<int>(i);
   }
   return best;
-}
-
-// Mean and lm-eval's mean_stderr (sample stddev / sqrt(n)).
-std::pair<double, double> MeanStderr(const std::vector<double>& x) {
-  const double n = static_cast<double>(x.size());
-  if (x.empty()) return {0.0, 0.0};
-  double mean = 0;
-  for (double v : x) mean += v;
-  mean /= n;
-  if (x.size() < 2) return {mean, 0.0};
-  double ss = 0;
-  for (double v : x) ss += (v - mean) * (v - mean);
-  return {mean, std::sqrt(ss / (n - 1)) / std::sqrt(n)};
 }
 
 // Encodes every document's requests, spread over the machine's cores (the

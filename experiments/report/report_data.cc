@@ -23,11 +23,12 @@ void AddUnique(std::vector<std::string>& list, const std::string& value) {
 
 bool LowerIsBetter(const std::string& metric) {
   if (metric.find("per_s") != std::string::npos ||
-      metric.find("throughput") != std::string::npos) {
-    return false;  // tokens_per_s
+      metric.find("throughput") != std::string::npos ||
+      metric.find("speedup") != std::string::npos) {
+    return false;  // tokens_per_s, ideal_ttft_speedup
   }
   for (const char* word : {"perplexity", "ppl", "bits", "loss", "nll", "_ms",
-                           "_s", "latency", "time", "bytes"}) {
+                           "_s", "latency", "time", "bytes", "fraction"}) {
     if (metric.find(word) != std::string::npos) return true;
   }
   return false;

@@ -65,7 +65,8 @@ struct ReportData {
 
 absl::StatusOr<ReportData> LoadReportData(const std::vector<std::string>& dirs);
 
-// Perplexity, bits, losses and times are better low; accuracies high.
+// Perplexity, bits, losses, times and computed fractions are better low;
+// accuracies, log-likelihoods and speedups high.
 bool LowerIsBetter(const std::string& metric);
 
 // "dejavu mlp_keep=0.5" for a row.

@@ -86,7 +86,10 @@ absl::Status LazyLlmMethod::Attach(const ModelConfig& config,
 }
 
 void LazyLlmMethod::BeginSequence() {
-  rng_.seed(options_.seed);
+  // A fresh draw per sequence: with one seed for all, every prompt of a
+  // given length would drop the same positions, and trials of a random-drop
+  // measurement would not be independent.
+  rng_.seed(options_.seed + sequences_++);
   static_kept_.clear();
 }
 

@@ -8,7 +8,8 @@
 // Parameters: schedule=10:0.7,19:0.7 | stages=4 keep=0.7 (default: 4 stages,
 // keep 0.7); revive=false: the static pruning baseline (tokens pruned by the
 // prompt's step stay pruned; later steps prune nothing else);
-// selector=random (seed=N): the random-drop baseline at the same keep.
+// selector=random (seed=N): the random-drop baseline at the same keep; each
+// sequence draws its own subset (generator seeded with N + sequences begun).
 #ifndef DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 #define DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 
@@ -62,6 +63,7 @@ class LazyLlmMethod : public Method {
   LazyLlmOptions options_;
   PruneSchedule schedule_;
   std::mt19937_64 rng_;
+  uint64_t sequences_ = 0;  // BeginSequence calls so far (random drop).
   // revive=false: per boundary layer, whether each prompt position was kept
   // in the prompt's step.
   std::map<int64_t, std::vector<bool>> static_kept_;

@@ -78,9 +78,17 @@ TEST(LongctxMetricTest, RunsPasskeyAndLongbenchOnTheFixture) {
   ASSERT_TRUE(passkey.ok()) << passkey.status();
   auto rows = (*passkey)->Run(tm->view(), nullptr);
   ASSERT_TRUE(rows.ok()) << rows.status();
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].task, "passkey@256/0.5");
-  EXPECT_EQ((*rows)[0].n, 2);
+  ASSERT_EQ(rows->size(), 3u);
+  for (const MetricRow& row : *rows) {
+    EXPECT_EQ(row.task, "passkey@256/0.5");
+    EXPECT_EQ(row.n, 2);
+  }
+  EXPECT_EQ((*rows)[0].metric, "passkey_acc");
+  EXPECT_EQ((*rows)[1].metric, "answer_logprob");
+  EXPECT_EQ((*rows)[2].metric, "answer_logprob_per_token");
+  const std::vector<double> wilson = (*rows)[0].details["wilson95"];
+  EXPECT_LE(wilson[0], (*rows)[0].value);
+  EXPECT_GE(wilson[1], (*rows)[0].value);
 
   const auto path = std::filesystem::temp_directory_path() / "ds_lb.jsonl";
   std::ofstream(path)

@@ -142,10 +142,25 @@ TEST(CombinedMethodTest, DejavuHeadsFollowPrunedAndRevivedRows) {
       items.push_back("head_neuron.mlp_keep=0.5");
       items.push_back("head_neuron.head_keep=0.5");
       const std::vector<float> sparse = Logits(*Make("combined", items));
-      EXPECT_EQ(sparse.size(), lazy_only.size()) << selector << " " << execution;
+      EXPECT_EQ(sparse.size(), lazy_only.size())
+          << selector << " " << execution;
       EXPECT_NE(sparse, lazy_only) << selector << " " << execution;
     }
   }
+}
+
+// Random drop draws a fresh subset per sequence, reproducibly from its seed;
+// the attention selector depends on the sequence alone.
+TEST(LazyLlmMethodTest, RandomDropDrawsPerSequenceReproducibly) {
+  const std::vector<std::string> random = {"schedule=1:0.5", "selector=random",
+                                           "seed=4"};
+  auto a = Make("lazyllm", random);
+  auto b = Make("lazyllm", random);
+  const std::vector<float> first = Logits(*a);
+  EXPECT_NE(Logits(*a), first);
+  EXPECT_EQ(Logits(*b), first);
+  auto attention = Make("lazyllm", {"schedule=1:0.5"});
+  EXPECT_EQ(Logits(*attention), Logits(*attention));
 }
 
 TEST(CombinedMethodTest, SideParametersAreChecked) {
