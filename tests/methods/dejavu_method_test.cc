@@ -306,14 +306,18 @@ class PredictorFileTest : public ::testing::Test {
             .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    SaveRandomPredictors(config_);
+  }
+  // Rank-8 MLP and rank-4 head predictors for `config` into dir_.
+  void SaveRandomPredictors(const ModelConfig& config) {
     PredictorSet set;
     set.mlp_rank = 8;
     set.head_rank = 4;
-    for (int64_t l = 0; l < config_.num_layers; ++l) {
-      set.mlp.push_back(RandomPredictorLayer(config_, false, 8, l, 1));
-      set.heads.push_back(RandomPredictorLayer(config_, true, 4, l, 1));
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+      set.mlp.push_back(RandomPredictorLayer(config, false, 8, l, 1));
+      set.heads.push_back(RandomPredictorLayer(config, true, 4, l, 1));
     }
-    ASSERT_TRUE(SavePredictors(dir_, config_, set).ok());
+    ASSERT_TRUE(SavePredictors(dir_, config, set).ok());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -373,14 +377,7 @@ TEST_F(PredictorFileTest, SameArchitectureOtherWeights) {
   // same shape is refused, a model without an id (or an old file) is not.
   ModelConfig base = config_;
   base.weights_id = "fnv1a64:base";
-  PredictorSet set;
-  set.mlp_rank = 8;
-  set.head_rank = 4;
-  for (int64_t l = 0; l < base.num_layers; ++l) {
-    set.mlp.push_back(RandomPredictorLayer(base, false, 8, l, 1));
-    set.heads.push_back(RandomPredictorLayer(base, true, 4, l, 1));
-  }
-  ASSERT_TRUE(SavePredictors(dir_, base, set).ok());
+  SaveRandomPredictors(base);
   EXPECT_TRUE(Attach(base).ok());
   EXPECT_TRUE(Attach(config_).ok());  // No id to compare with.
   ModelConfig tuned = base;
