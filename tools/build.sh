@@ -9,6 +9,12 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# DYNSPARSE_CUDA_ARCHS overrides the CUDA targets (CI: sm_80 as PTX only, which
+# checks the source for it without running ptxas twice).
+archs=()
+if [[ -n "${DYNSPARSE_CUDA_ARCHS:-}" ]]; then
+  archs=("-DCMAKE_CUDA_ARCHITECTURES=$DYNSPARSE_CUDA_ARCHS")
+fi
 cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  "${launcher[@]}" "$@" >&2
+  "${launcher[@]}" "${archs[@]}" "$@" >&2
 cmake --build "$repo/build" -j"$(nproc)" >&2
