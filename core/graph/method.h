@@ -26,6 +26,10 @@ enum class Phase { kPrefill, kDecode };
 struct LayerSite {
   int64_t layer = 0;
   Phase phase = Phase::kPrefill;
+  // Token pruning dropped or revived rows since the previous layer: what a
+  // method predicted for this layer from an earlier sub-block (DejaVu's
+  // lookahead) is for other rows. Set for SelectHeads only.
+  bool rows_changed = false;
 };
 
 // Which of the candidate tokens entering a layer flow on (token pruning,

@@ -213,8 +213,8 @@ void Session::EndBlock(const Tensor& out, const Tensor& norm_weight,
 
 void Session::RunLayer(int64_t layer, Phase phase,
                        absl::Span<const int32_t> positions, Tensor* x,
-                       Tensor* pending) {
-  Attention(layer, phase, positions, x, pending);
+                       Tensor* pending, bool rows_changed) {
+  Attention(layer, phase, positions, x, pending, rows_changed);
   Mlp(layer, phase, x, pending);
 }
 
@@ -222,12 +222,12 @@ void Session::RunLayer(int64_t layer, Phase phase,
 // buffer (adjacent slices), which lets a backend run them as one GEMV.
 void Session::Attention(int64_t layer, Phase phase,
                         absl::Span<const int32_t> positions, Tensor* x,
-                        Tensor* pending) {
+                        Tensor* pending, bool rows_changed) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = x->dim(0);
   const Tensor h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
   UnitSelection heads;
-  method_.SelectHeads({layer, phase}, *x, &heads);
+  method_.SelectHeads({layer, phase, rows_changed}, *x, &heads);
   // Token pruning needs the dense attention below (live keys, the probe's
   // query); head sparsity then still applies to W_O (OutOfKept).
   if (sparse_.enabled() && !heads.all && !heads.oracle &&

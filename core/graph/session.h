@@ -61,8 +61,9 @@ class Session {
                absl::Span<const int32_t> positions);
   // `pending` carries a pre-norm block's output until the next norm adds it
   // to the residual stream x (Backend::AddNorm); post-norm models add at once.
+  // `rows_changed`: LayerSite::rows_changed of the layer's SelectHeads.
   void RunLayer(int64_t layer, Phase phase, absl::Span<const int32_t> positions,
-                Tensor* x, Tensor* pending);
+                Tensor* x, Tensor* pending, bool rows_changed = false);
   void Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
             Tensor* y);
   // Pre-LN models norm a block's input (returned), folding in the pending
@@ -74,7 +75,7 @@ class Session {
                 const Tensor& norm_bias, Tensor* x, Tensor* pending);
   void Attention(int64_t layer, Phase phase,
                  absl::Span<const int32_t> positions, Tensor* x,
-                 Tensor* pending);
+                 Tensor* pending, bool rows_changed);
   void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
   // The layers of a step under token pruning (session_tokens.cc): leaves in
   // x the rows computed at the last layer, the logit rows last.

@@ -137,6 +137,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
 
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     int64_t revived = 0;
+    bool rows_changed = false;
     if (layer > 0) {
       const int64_t first_protected =
           std::lower_bound(live.begin(), live.end(), protect_from) -
@@ -177,6 +178,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
         if (!state.present(layer, p)) compute.push_back(p);
       }
       if (compute != rows) {
+        rows_changed = true;
         if (!pending->empty()) {  // Fold the residual before moving rows.
           backend_.AddInPlace(*pending, x);
           *pending = Tensor();
@@ -228,7 +230,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
       clock.Lap(*x, &times.move_ms);
     }
     live_keys_ = contiguous ? absl::Span<const int32_t>() : live;
-    RunLayer(layer, phase, rows, x, pending);
+    RunLayer(layer, phase, rows, x, pending, rows_changed);
     state.MarkComputed(layer, rows, revived);
     const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
     clock.Lap(*x, &times.layer_ms[bucket], &times.layer_host_ms[bucket]);

@@ -120,18 +120,6 @@ void DejavuMethod::Fill(const PredictorWeights* w, const Tensor& x, int64_t k,
   }
 }
 
-namespace {
-
-// Whether a selection was made for `rows` rows (all and oracle fit any).
-bool HasRows(const UnitSelection& selection, int64_t rows) {
-  if (selection.all || selection.oracle) return true;
-  if (!selection.ids.empty()) return selection.ids.dim(0) == rows;
-  return static_cast<int64_t>(selection.indices.size()) ==
-         rows * selection.per_row;
-}
-
-}  // namespace
-
 void DejavuMethod::SelectHeads(const LayerSite& site, const Tensor& x,
                                UnitSelection* heads) {
   const int64_t l = site.layer;
@@ -144,10 +132,10 @@ void DejavuMethod::SelectHeads(const LayerSite& site, const Tensor& x,
   }
   *heads = std::move(next_heads_);
   next_heads_ = UnitSelection::All();
-  // Token pruning (combined with lazyllm) drops or revives rows between the
-  // previous layer's MLP input, which predicted these heads, and this layer:
-  // then predict from this layer's own input, one sub-block later.
-  if (!HasRows(*heads, x.dim(0))) {
+  // Token pruning (combined with lazyllm) dropped or revived rows since the
+  // previous layer's MLP input predicted these heads (even keeping their
+  // count): predict from this layer's own input, one sub-block later.
+  if (site.rows_changed) {
     Fill(predictor ? &heads_[l] : nullptr, x, head_kept_[l], num_heads_,
          heads);
   }
