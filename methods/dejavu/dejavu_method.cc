@@ -136,8 +136,7 @@ void DejavuMethod::SelectHeads(const LayerSite& site, const Tensor& x,
   // previous layer's MLP input predicted these heads (even keeping their
   // count): predict from this layer's own input, one sub-block later.
   if (site.rows_changed) {
-    Fill(predictor ? &heads_[l] : nullptr, x, head_kept_[l], num_heads_,
-         heads);
+    Fill(predictor ? &heads_[l] : nullptr, x, head_kept_[l], num_heads_, heads);
   }
   Fill(predictor ? &mlp_[l] : nullptr, x, mlp_kept_[l], intermediate_,
        &next_mlp_);
