@@ -291,15 +291,7 @@ absl::StatusOr<CalibrationData> OpenCalibration(const std::string& root,
     return f.Error("format", absl::StrCat("'", format, "', expected '",
                                           kCalibrationFormat, "'"));
   }
-  ASSIGN_OR_RETURN(const std::string fingerprint,
-                   f.String("model_fingerprint"));
-  if (fingerprint != ModelFingerprint(config)) {
-    return f.Error(
-        "model_fingerprint",
-        absl::StrCat("recorded for '", fingerprint, "' but the model is '",
-                     ModelFingerprint(config), "'"));
-  }
-  RETURN_IF_ERROR(CheckWeightsId(f, config));
+  RETURN_IF_ERROR(CheckMadeFor(f, config, "recorded"));
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {
     return f.Error("input", "recorded under another input convention");

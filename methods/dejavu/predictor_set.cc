@@ -65,7 +65,16 @@ std::string ModelFingerprint(const ModelConfig& c) {
                       ActivationName(c.activation));
 }
 
-absl::Status CheckWeightsId(const JsonFields& f, const ModelConfig& config) {
+absl::Status CheckMadeFor(const JsonFields& f, const ModelConfig& config,
+                          absl::string_view made) {
+  ASSIGN_OR_RETURN(const std::string fingerprint,
+                   f.String("model_fingerprint"));
+  if (fingerprint != ModelFingerprint(config)) {
+    return f.Error(
+        "model_fingerprint",
+        absl::StrCat(made, " for '", fingerprint, "' but the model is '",
+                     ModelFingerprint(config), "'"));
+  }
   if (!f.Has("weights_id") || config.weights_id.empty()) {
     return absl::OkStatus();
   }
@@ -73,7 +82,7 @@ absl::Status CheckWeightsId(const JsonFields& f, const ModelConfig& config) {
   if (id == config.weights_id) return absl::OkStatus();
   return f.Error(
       "weights_id",
-      absl::StrCat("made for weights ", id, " but the model's are ",
+      absl::StrCat(made, " for weights ", id, " but the model's are ",
                    config.weights_id,
                    " (same architecture, other weights: run `dynsparse "
                    "calibrate` for this checkpoint)"));
@@ -116,15 +125,7 @@ absl::StatusOr<PredictorSet> LoadPredictors(const std::string& dir,
     return f.Error("format", absl::StrCat("'", format, "', expected '",
                                           kPredictorsFormat, "'"));
   }
-  ASSIGN_OR_RETURN(const std::string fingerprint,
-                   f.String("model_fingerprint"));
-  if (fingerprint != ModelFingerprint(config)) {
-    return f.Error(
-        "model_fingerprint",
-        absl::StrCat("trained for '", fingerprint, "' but the model is '",
-                     ModelFingerprint(config), "'"));
-  }
-  RETURN_IF_ERROR(CheckWeightsId(f, config));
+  RETURN_IF_ERROR(CheckMadeFor(f, config, "trained"));
   ASSIGN_OR_RETURN(const std::string input, f.String("input"));
   if (input != kInputConvention) {
     return f.Error("input", absl::StrCat("'", input, "', expected '",

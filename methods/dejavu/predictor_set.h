@@ -54,11 +54,13 @@ struct PredictorSet {
 // "opt L6 d384 ffn1408 H6 KV6 hd64 V8192 relu".
 std::string ModelFingerprint(const ModelConfig& config);
 
-// The metadata of `f` (predictors.json, calibration.json) against the loaded
-// weights' id (core/io/weights_id.h): same architecture but other weights (a
-// fine-tune, another checkpoint) is an error naming the field. Files written
-// before ids existed, and models without one, pass.
-absl::Status CheckWeightsId(const JsonFields& f, const ModelConfig& config);
+// The metadata of `f` (predictors.json, calibration.json) against the model:
+// another architecture (model_fingerprint) or the same one with other weights
+// (weights_id, core/io/weights_id.h: a fine-tune, another checkpoint) is an
+// error naming the field, worded "<made> for ...". Files written before ids
+// existed, and models without one, pass the weights check.
+absl::Status CheckMadeFor(const JsonFields& f, const ModelConfig& config,
+                          absl::string_view made);
 // Records the id in `meta` when the model has one.
 void RecordWeightsId(const ModelConfig& config, nlohmann::json& meta);
 
