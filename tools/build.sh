@@ -8,6 +8,9 @@ launcher=()
 # ccache (optional) makes rebuilds in several build folders cheap.
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  # Without these ccache refuses to cache files built with the tests'
+  # precompiled header (tests/CMakeLists.txt).
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 fi
 # DYNSPARSE_CUDA_ARCHS overrides the CUDA targets (CI: sm_80 as PTX only, which
 # checks the source for it without running ptxas twice).
