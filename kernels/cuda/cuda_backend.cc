@@ -93,6 +93,18 @@ uint64_t MixTensor(uint64_t h, const Tensor& t) {
   return h;
 }
 
+// The backend name's note on prefill attention: the old kernel, or a
+// flash block shape other than the default.
+std::string FlashPrefillName(bool flash) {
+  if (!flash) return ", old prefill attention";
+  const FlashPrefillConfig c = DefaultFlashPrefillConfig();
+  const FlashPrefillConfig standard;
+  if (c.warps == standard.warps && c.min_blocks == standard.min_blocks) {
+    return "";
+  }
+  return absl::StrCat(", flash ", c.warps, "x", c.min_blocks);
+}
+
 uint64_t MixDouble(uint64_t h, double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof(bits));
@@ -171,10 +183,7 @@ std::string CudaBackend::name() const {
                       options_.cuda_graphs ? ", CUDA graphs" : "",
                       ctx_->programmatic_launch() ? ", PDL" : "",
                       options_.fused_ops ? "" : ", unfused",
-                      !options_.flash_prefill_attention
-                          ? ", old prefill attention"
-                      : FlashPrefillWarps() == 8 ? ", flash 8 warps"
-                                                 : "",
+                      FlashPrefillName(options_.flash_prefill_attention),
                       ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
@@ -604,8 +613,10 @@ void CudaBackend::Attention(const AttentionArgs& args) {
       FlashPrefillSupported(d)) {
     const int64_t bytes = FlashPrefillScratchBytes(d, args.num_keys);
     Tensor scratch = Allocate(DType::kF16, {std::max<int64_t>(1, bytes / 2)});
-    if (!Op(Mix(MixTensor(Mix(sig, args.num_keys), scratch),
-                static_cast<uint64_t>(FlashPrefillWarps())))) {
+    const FlashPrefillConfig config = DefaultFlashPrefillConfig();
+    if (!Op(Mix(
+            MixTensor(Mix(sig, args.num_keys), scratch),
+            static_cast<uint64_t>(config.warps * 10 + config.min_blocks)))) {
       return;
     }
     Check(FlashPrefillAttention(*ctx_, d, args.num_keys, scratch.raw_data()),

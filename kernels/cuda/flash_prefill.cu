@@ -16,6 +16,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -119,8 +120,11 @@ constexpr int SmemBytes() {
   return 2 * 2 * kKeys * TileStride<D>() * static_cast<int>(sizeof(__half));
 }
 
-template <int D, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, 8 / kWarps)
+// kMinBlocks caps the registers (launch bounds): 4 warps x 2 blocks per SM
+// need ~200 registers and do not spill; 3 blocks cap them at 168 and spill a
+// few bytes.
+template <int D, int kWarps, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     FlashPrefillKernel(const FlashArgs a) {
   constexpr int kThreads = kWarps * 32;
   constexpr int kStride = TileStride<D>();
@@ -180,22 +184,25 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps)
   const int tiles = (kend + kKeys - 1) / kKeys;
 
   // Stages one 64-key tile of K and V; rows at or past kend read as zero.
+  // Thread i copies column chunk i % (D / 8) of rows i / (D / 8) + k *
+  // kRowStep: one base address per thread, constant steps (few registers).
+  constexpr int kChunksPerRow = D / 8;
+  constexpr int kRowStep = kThreads / kChunksPerRow;
+  static_assert(kThreads % kChunksPerRow == 0 && kKeys % kRowStep == 0);
+  const int load_row = static_cast<int>(threadIdx.x) / kChunksPerRow;
+  const int load_col = (static_cast<int>(threadIdx.x) % kChunksPerRow) * 8;
+  const int64_t load_offset = static_cast<int64_t>(load_row) * a.kv_stride +
+                              static_cast<int64_t>(kvh) * D + load_col;
+  const int smem_offset = load_row * kStride + load_col;
   const auto load_tile = [&](int k0, int stage) {
-    __half* ks = smem + stage * 2 * kTileHalves;
-    __half* vs = ks + kTileHalves;
-    constexpr int kChunksPerRow = D / 8;
-    static_assert(kKeys * kChunksPerRow % kThreads == 0);
+    __half* ks = smem + stage * 2 * kTileHalves + smem_offset;
+    const int64_t tile = load_offset + static_cast<int64_t>(k0) * a.kv_stride;
 #pragma unroll
-    for (int i = 0; i < kKeys * kChunksPerRow / kThreads; ++i) {
-      const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-      const int r = c / kChunksPerRow;
-      const int col = (c % kChunksPerRow) * 8;
-      const bool ok = k0 + r < kend;
-      const int64_t off = ok ? static_cast<int64_t>(k0 + r) * a.kv_stride +
-                                   static_cast<int64_t>(kvh) * D + col
-                             : 0;
-      CpAsync16(ks + r * kStride + col, a.k + off, ok);
-      CpAsync16(vs + r * kStride + col, a.v + off, ok);
+    for (int i = 0; i < kKeys / kRowStep; ++i) {
+      const bool ok = k0 + load_row + i * kRowStep < kend;
+      const int64_t off = ok ? tile + i * kRowStep * a.kv_stride : 0;
+      CpAsync16(ks + i * kRowStep * kStride, a.k + off, ok);
+      CpAsync16(ks + kTileHalves + i * kRowStep * kStride, a.v + off, ok);
     }
     CpAsyncCommit();
   };
@@ -368,31 +375,37 @@ int64_t HalfCopyBytes(const DeviceAttentionArgs& args, int64_t max_keys) {
                  static_cast<int64_t>(sizeof(__half)));
 }
 
-template <int D, int kWarps>
+template <int D, int kWarps, int kMinBlocks>
 absl::Status LaunchFlash(DeviceContext& ctx, const FlashArgs& a, int heads) {
   constexpr int kSmem = SmemBytes<D>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        FlashPrefillKernel<D, kWarps>,
+        FlashPrefillKernel<D, kWarps, kMinBlocks>,
         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(heads),
                   static_cast<unsigned>(CeilDiv(a.n, 16 * kWarps)));
-  FlashPrefillKernel<D, kWarps><<<grid, kWarps * 32, kSmem, ctx.stream()>>>(a);
+  FlashPrefillKernel<D, kWarps, kMinBlocks>
+      <<<grid, kWarps * 32, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("FlashPrefillKernel");
 }
 
 }  // namespace
 
-int FlashPrefillWarps() {
-  static const int warps = [] {
-    const char* env = std::getenv("DYNSPARSE_CUDA_FLASH_WARPS");
-    return env != nullptr && std::atoi(env) == 8 ? 8 : 4;
+FlashPrefillConfig DefaultFlashPrefillConfig() {
+  static const FlashPrefillConfig config = [] {
+    FlashPrefillConfig c;
+    const char* env = std::getenv("DYNSPARSE_CUDA_FLASH_CONFIG");
+    if (env == nullptr) return c;
+    if (std::strcmp(env, "8x1") == 0) c = {8, 1};
+    if (std::strcmp(env, "4x2") == 0) c = {4, 2};
+    if (std::strcmp(env, "4x3") == 0) c = {4, 3};
+    return c;
   }();
-  return warps;
+  return config;
 }
 
 bool FlashPrefillSupported(const DeviceAttentionArgs& args) {
@@ -414,12 +427,14 @@ int64_t FlashPrefillScratchBytes(const DeviceAttentionArgs& args,
 
 absl::Status FlashPrefillAttention(DeviceContext& ctx,
                                    const DeviceAttentionArgs& args,
-                                   int64_t max_keys, void* scratch, int warps) {
+                                   int64_t max_keys, void* scratch,
+                                   FlashPrefillConfig config) {
+  const int kind = config.warps * 10 + config.min_blocks;
   if (!FlashPrefillSupported(args) || scratch == nullptr ||
-      (warps != 4 && warps != 8)) {
+      (kind != 42 && kind != 43 && kind != 81)) {
     return absl::InvalidArgumentError(
         "flash prefill: needs f32 device operands, head_dim 64 or 128, "
-        "scratch and 4 or 8 warps");
+        "scratch and a config of 4x2, 4x3 or 8x1");
   }
   const int64_t n = args.q->dim(0);
   const int64_t kv_width = args.num_kv_heads * args.head_dim;
@@ -470,11 +485,23 @@ absl::Status FlashPrefillAttention(DeviceContext& ctx,
   }
   const int heads = static_cast<int>(args.num_heads);
   if (args.head_dim == 64) {
-    return warps == 8 ? LaunchFlash<64, 8>(ctx, a, heads)
-                      : LaunchFlash<64, 4>(ctx, a, heads);
+    switch (kind) {
+      case 81:
+        return LaunchFlash<64, 8, 1>(ctx, a, heads);
+      case 43:
+        return LaunchFlash<64, 4, 3>(ctx, a, heads);
+      default:
+        return LaunchFlash<64, 4, 2>(ctx, a, heads);
+    }
   }
-  return warps == 8 ? LaunchFlash<128, 8>(ctx, a, heads)
-                    : LaunchFlash<128, 4>(ctx, a, heads);
+  switch (kind) {
+    case 81:
+      return LaunchFlash<128, 8, 1>(ctx, a, heads);
+    case 43:
+      return LaunchFlash<128, 4, 3>(ctx, a, heads);
+    default:
+      return LaunchFlash<128, 4, 2>(ctx, a, heads);
+  }
 }
 
 }  // namespace dynsparse::cuda

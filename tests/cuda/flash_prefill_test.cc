@@ -1,8 +1,9 @@
 // The FlashAttention-2-style prefill (flash_prefill.h) against kernels/cpu's
 // reference attention: causal prefill, GQA, prompts that end mid-tile,
-// prefills after cached keys, and LazyLLM key lists; with 4 and 8 warps per
-// block. Then, on the Llama-2-7B shape, against the old tensor-core kernel
-// with both kernels' times printed (information, not an assertion).
+// prefills after cached keys, and LazyLLM key lists, in every block shape
+// (FlashPrefillConfig). Then, on the Llama-2-7B shape, against the old
+// tensor-core kernel with both kernels' times printed (information, not an
+// assertion).
 #include "kernels/cuda/flash_prefill.h"
 
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/graph/backend.h"
@@ -18,6 +20,13 @@
 
 namespace dynsparse::cuda {
 namespace {
+
+// Every block shape FlashPrefillAttention offers.
+constexpr FlashPrefillConfig kConfigs[] = {{4, 2}, {4, 3}, {8, 1}};
+
+std::string Name(FlashPrefillConfig c) {
+  return std::to_string(c.warps) + "x" + std::to_string(c.min_blocks);
+}
 
 struct Case {
   int64_t n;         // query rows
@@ -109,24 +118,24 @@ TEST_P(FlashPrefillTest, MatchesCpuReference) {
   args.num_kv_heads = c.kv_heads;
   args.head_dim = c.head_dim;
   args.scale = scale;
-  ASSERT_TRUE(FlashPrefillSupported(args));
-  for (int warps : {4, 8}) {
+  for (const FlashPrefillConfig config : kConfigs) {
     Tensor out = PoisonedDevice(DType::kF32, ref.shape());
     args.out = &out;
+    ASSERT_TRUE(FlashPrefillSupported(args));
     Tensor scratch = PoisonedDevice(
         DType::kF16, {FlashPrefillScratchBytes(args, keys) / 2 + 1});
     ASSERT_TRUE(
-        FlashPrefillAttention(ctx(), args, keys, scratch.raw_data(), warps)
+        FlashPrefillAttention(ctx(), args, keys, scratch.raw_data(), config)
             .ok());
     // f16 q, k, v and probabilities (2^-11 relative): 3e-3, like the old
     // tensor-core kernel.
     const double err =
         testutil::RelativeError(Download(out), ref.ToF32Vector());
-    EXPECT_LT(err, 3e-3) << "warps " << warps << " " << SeedMessage();
+    EXPECT_LT(err, 3e-3) << Name(config) << " " << SeedMessage();
     std::cout << "flash n=" << c.n << " start=" << c.start
               << " heads=" << c.heads << "/" << c.kv_heads
-              << " d=" << c.head_dim << (c.key_list ? " key list" : "")
-              << " warps=" << warps << " err=" << err << "\n";
+              << " d=" << c.head_dim << (c.key_list ? " key list" : "") << " "
+              << Name(config) << " err=" << err << "\n";
   }
 }
 
@@ -194,17 +203,17 @@ TEST_F(FlashPrefillLlamaShapeTest, MatchesOldKernelAndPrintsTimes) {
   const std::vector<float> old_values = Download(old_out);
   std::cout << "old tensor-core prefill n=" << n << ": " << old_ms << " ms, "
             << flops / old_ms * 1e-9 << " TFLOP/s\n";
-  for (int warps : {4, 8}) {
+  for (const FlashPrefillConfig config : kConfigs) {
     Tensor out = PoisonedDevice(DType::kF32, {n, heads * d});
     args.out = &out;
     const float ms = time_ms([&] {
       ASSERT_TRUE(
-          FlashPrefillAttention(ctx(), args, n, scratch.raw_data(), warps)
+          FlashPrefillAttention(ctx(), args, n, scratch.raw_data(), config)
               .ok());
     });
     const double err = testutil::RelativeError(Download(out), old_values);
-    EXPECT_LT(err, 3e-3) << "warps " << warps << " " << SeedMessage();
-    std::cout << "flash prefill n=" << n << " warps=" << warps << ": " << ms
+    EXPECT_LT(err, 3e-3) << Name(config) << " " << SeedMessage();
+    std::cout << "flash prefill n=" << n << " " << Name(config) << ": " << ms
               << " ms (incl. f16 K/V copy), " << flops / ms * 1e-9
               << " TFLOP/s, diff vs old " << err << "\n";
   }
