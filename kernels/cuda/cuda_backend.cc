@@ -9,6 +9,7 @@
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/flash_prefill.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/graph_ops.h"
 #include "kernels/cuda/linear.h"
@@ -52,6 +53,7 @@ enum OpCode : uint64_t {
   kOpGatherColumns,
   kOpSparseAttention,
   kOpLazyKv,
+  kOpRoundInput,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -91,6 +93,18 @@ uint64_t MixTensor(uint64_t h, const Tensor& t) {
   return h;
 }
 
+// The backend name's note on prefill attention: the old kernel, or a
+// flash block shape other than the default.
+std::string FlashPrefillName(bool flash) {
+  if (!flash) return ", old prefill attention";
+  const FlashPrefillConfig c = DefaultFlashPrefillConfig();
+  const FlashPrefillConfig standard;
+  if (c.warps == standard.warps && c.min_blocks == standard.min_blocks) {
+    return "";
+  }
+  return absl::StrCat(", flash ", c.warps, "x", c.min_blocks);
+}
+
 uint64_t MixDouble(uint64_t h, double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof(bits));
@@ -113,6 +127,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   if (const char* split = std::getenv("DYNSPARSE_CUDA_SPLIT_ATTENTION");
       split != nullptr && std::strcmp(split, "0") == 0) {
     opts.split_prefill_attention = false;
+  }
+  if (const char* flash = std::getenv("DYNSPARSE_CUDA_FLASH_PREFILL");
+      flash != nullptr && std::strcmp(flash, "0") == 0) {
+    opts.flash_prefill_attention = false;
   }
   if (const char* rows = std::getenv("DYNSPARSE_CUDA_TC_ATTENTION_ROWS");
       rows != nullptr && std::atoll(rows) > 0) {
@@ -165,6 +183,7 @@ std::string CudaBackend::name() const {
                       options_.cuda_graphs ? ", CUDA graphs" : "",
                       ctx_->programmatic_launch() ? ", PDL" : "",
                       options_.fused_ops ? "" : ", unfused",
+                      FlashPrefillName(options_.flash_prefill_attention),
                       ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
@@ -440,13 +459,35 @@ void CudaBackend::LinearGroup(const Tensor& x,
     out += w[i]->dim(0);
   }
   if (!fuse) {
-    Backend::LinearGroup(x, w, b, y);
+    LinearGroupRounded(x, w, b, y);
     return;
   }
   const Tensor fw = SpanOf(*w[0], w[0]->dtype(), {out, x.dim(1)});
   const Tensor fb = any_bias ? SpanOf(*b[0], b[0]->dtype(), {out}) : Tensor();
   Tensor fy = SpanOf(*y[0], DType::kF32, {1, out});
   Linear(x, fw, fb, &fy);
+}
+
+void CudaBackend::LinearGroupRounded(const Tensor& x,
+                                     absl::Span<const Tensor* const> w,
+                                     absl::Span<const Tensor* const> b,
+                                     absl::Span<Tensor* const> y) {
+  // cuBLAS takes x rounded to the weights' dtype: round it once for the
+  // group (q/k/v, up/gate of a prefill) instead of once per weight.
+  bool shared = w.size() > 1;
+  for (const Tensor* t : w) {
+    shared =
+        shared && RoundsInputForLinear(x, *t) && t->dtype() == w[0]->dtype();
+  }
+  if (!shared) {
+    Backend::LinearGroup(x, w, b, y);
+    return;
+  }
+  Tensor rounded = Allocate(w[0]->dtype(), x.shape());
+  if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
+    Check(ConvertF32(*ctx_, x, &rounded), "LinearGroup");
+  }
+  for (size_t i = 0; i < w.size(); ++i) Linear(rounded, *w[i], *b[i], y[i]);
 }
 
 void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
@@ -568,6 +609,20 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     return;
   }
   d.tensor_cores = n >= options_.tensor_core_attention_rows;
+  if (d.tensor_cores && options_.flash_prefill_attention &&
+      FlashPrefillSupported(d)) {
+    const int64_t bytes = FlashPrefillScratchBytes(d, args.num_keys);
+    Tensor scratch = Allocate(DType::kF16, {std::max<int64_t>(1, bytes / 2)});
+    const FlashPrefillConfig config = DefaultFlashPrefillConfig();
+    if (!Op(Mix(
+            MixTensor(Mix(sig, args.num_keys), scratch),
+            static_cast<uint64_t>(config.warps * 10 + config.min_blocks)))) {
+      return;
+    }
+    Check(FlashPrefillAttention(*ctx_, d, args.num_keys, scratch.raw_data()),
+          "Attention");
+    return;
+  }
   Tensor split_scratch;
   if (options_.split_prefill_attention) {
     d.key_splits =

@@ -48,6 +48,10 @@ struct CudaBackendOptions {
   // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
   // turns it off (A/B timing).
   bool split_prefill_attention = true;
+  // Tensor-core prefills without key splits run the FlashAttention-2-style
+  // kernel (flash_prefill.h) instead of PrefillAttention's.
+  // DYNSPARSE_CUDA_FLASH_PREFILL=0 restores the old kernel (A/B timing).
+  bool flash_prefill_attention = true;
   // RopeWriteKv as one kernel, decode attention merging its chunks in the
   // same launch, the ungated MLP's activation in the up GEMV's epilogue
   // (LinearActivate) and, at batch 1, SwiGLU's activation in the up/gate GEMV
@@ -162,6 +166,11 @@ class CudaBackend : public Backend {
   // The DeviceAttentionArgs both attention ops share, their fields mixed
   // into `sig`; and the split-K decode launch with its scratch and counters.
   DeviceAttentionArgs DeviceArgs(const AttentionArgs& args, uint64_t* sig);
+  // LinearGroup without the fused GEMV: one cuBLAS GEMM per weight, all of
+  // them from one rounded copy of x when they round it alike.
+  void LinearGroupRounded(const Tensor& x, absl::Span<const Tensor* const> w,
+                          absl::Span<const Tensor* const> b,
+                          absl::Span<Tensor* const> y);
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op);
   // Dense ops must never read a weight Transpose rewrote in place (another

@@ -21,12 +21,20 @@ cudaDataType_t CudaType(DType dtype) {
 
 }  // namespace
 
+bool RoundsInputForLinear(const Tensor& x, const Tensor& w) {
+  return x.rank() == 2 && x.dtype() == DType::kF32 &&
+         x.dim(0) > kGemvMaxBatch &&
+         (w.dtype() == DType::kF16 || w.dtype() == DType::kBF16);
+}
+
 absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
                     const Tensor& w, const Tensor& bias, Tensor* y,
                     std::optional<Activation> activation) {
   if (x.rank() != 2 || w.rank() != 2 || y->rank() != 2 ||
       x.dim(1) != w.dim(1) || y->dim(0) != x.dim(0) || y->dim(1) != w.dim(0) ||
-      x.dtype() != DType::kF32 || y->dtype() != DType::kF32) {
+      (x.dtype() != DType::kF32 &&
+       (x.dtype() != w.dtype() || x.dim(0) <= kGemvMaxBatch)) ||
+      y->dtype() != DType::kF32) {
     return absl::InvalidArgumentError(
         absl::StrCat("linear: x ", x.DebugString(), " w ", w.DebugString(),
                      " y ", y->DebugString()));
@@ -42,7 +50,7 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
   const int64_t out = w.dim(0);
   const int64_t in = w.dim(1);
   Tensor a = x;
-  if (w.dtype() != DType::kF32) {
+  if (w.dtype() != x.dtype()) {
     absl::StatusOr<Tensor> rounded = pool.Allocate(w.dtype(), x.shape());
     if (!rounded.ok()) return rounded.status();
     if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;

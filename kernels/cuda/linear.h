@@ -20,11 +20,17 @@ namespace dynsparse::cuda {
 
 // x [n, in] f32, w [out, in] f32/f16/bf16, bias empty or [out], y [n, out]
 // f32 (not aliasing x). `pool` supplies the rounded copy of x for cuBLAS.
+// For more than kGemvMaxBatch rows x may also come already rounded to w's
+// dtype (RoundForLinear), so weights that share an input convert it once.
 // `activation`, when set, is applied to y after the bias: in the GEMV's
 // epilogue for a few rows, as a separate pass after cuBLAS.
 absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
                     const Tensor& w, const Tensor& bias, Tensor* y,
                     std::optional<Activation> activation = std::nullopt);
+
+// True when Linear(x, w) with these many rows runs on cuBLAS from x rounded
+// to w's dtype (f16/bf16 weights, more than kGemvMaxBatch rows).
+bool RoundsInputForLinear(const Tensor& x, const Tensor& w);
 
 }  // namespace dynsparse::cuda
 

@@ -324,6 +324,8 @@ for line in open(sys.argv[1]):
     graphs += "" if "PDL" in r["backend"] else " (no PDL)"
     graphs += " (unfused)" if "unfused" in r["backend"] else ""
     graphs += " (late loads)" if "late GEMV loads" in r["backend"] else ""
+    graphs += " (old attn)" if "old prefill attention" in r["backend"] else ""
+    graphs += " (flash " + r["backend"].split("flash ")[1][:3] + ")" if "flash " in r["backend"] else ""
     print(f"{r['model'][7:]+graphs:22s} {r['batch']:2d} {r['prompt']:6d} {r['ttft_ms']:9.2f} "
           f"{r['prefill_tflops']:8.1f} {r['decode_ms_median']:8.3f} {r['decode_ms_p10']:7.3f} "
           f"{r['decode_ms_p90']:7.3f} {r['floor_ms']:7.3f} {r['floor_ratio']:7.3f} "

@@ -1,0 +1,51 @@
+// Causal prefill attention on tensor cores, FlashAttention-2 style, for long
+// prompts (head_dim 64 or 128; GQA; optional LazyLLM key lists).
+//
+// The f32 KV cache cannot feed cp.async, so a first pass writes the keys a
+// prefill may see (cache rows [0, max_keys), or the listed rows, compacted)
+// as f16 into a scratch buffer; the attention kernel then streams 64-key
+// tiles of it through double-buffered shared memory while the tensor cores
+// work on the previous tile. Q stays f32 in global memory and is read once,
+// into f16 register fragments; scores, softmax and the output are f32.
+// Same numbers as PrefillAttention with tensor_cores (f16 q, k, v), up to
+// the f16 rounding of the probabilities and summation order.
+#ifndef DYNSPARSE_KERNELS_CUDA_FLASH_PREFILL_H_
+#define DYNSPARSE_KERNELS_CUDA_FLASH_PREFILL_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+
+// True when FlashPrefillAttention takes these arguments: head_dim 64 or 128,
+// no key splits, no head ids, 16-byte aligned operands.
+bool FlashPrefillSupported(const DeviceAttentionArgs& args);
+
+// Bytes of scratch FlashPrefillAttention needs for `max_keys` keys (the f16
+// copies of K and V).
+int64_t FlashPrefillScratchBytes(const DeviceAttentionArgs& args,
+                                 int64_t max_keys);
+
+// Block shape: `warps` x 16 query rows, and the blocks per SM the register
+// budget is cut for (launch bounds). 4 x 2 (64 rows, ~200 registers, no
+// spills) is the default; DYNSPARSE_CUDA_FLASH_CONFIG=4x3 (168 registers,
+// a few bytes spilled) or 8x1 (128 rows) override it (A/B timing).
+struct FlashPrefillConfig {
+  int warps = 4;
+  int min_blocks = 2;
+};
+FlashPrefillConfig DefaultFlashPrefillConfig();
+
+// PrefillAttention for FlashPrefillSupported arguments (args.tensor_cores
+// and args.key_splits are ignored). `scratch` holds
+// FlashPrefillScratchBytes(args, max_keys) bytes, 256-byte aligned.
+absl::Status FlashPrefillAttention(
+    DeviceContext& ctx, const DeviceAttentionArgs& args, int64_t max_keys,
+    void* scratch, FlashPrefillConfig config = DefaultFlashPrefillConfig());
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_FLASH_PREFILL_H_
