@@ -114,6 +114,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       fuse != nullptr && std::strcmp(fuse, "0") == 0) {
     opts.fused_decode_attention = false;
   }
+  if (const char* keys = std::getenv("DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS");
+      keys != nullptr && std::atoll(keys) >= 0) {
+    opts.fused_decode_attention_max_keys = std::atoll(keys);
+  }
   if (const char* chunk = std::getenv("DYNSPARSE_CUDA_DECODE_CHUNK");
       chunk != nullptr && std::atoll(chunk) > 0) {
     opts.decode_chunk_keys = std::atoll(chunk);
@@ -636,8 +640,11 @@ void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
                        args.query_positions.size() == 1 &&
                        args.key_positions.empty() &&
                        args.num_keys == args.query_positions[0] + 1;
+  const int64_t max_keys = options_.fused_decode_attention_max_keys;
+  const bool short_cache = max_keys <= 0 || k_cache->dim(0) <= max_keys;
   if (!options_.fused_ops || !options_.fused_decode_attention || !one_row ||
-      args.q != q || args.k_cache != k_cache || args.v_cache != v_cache) {
+      !short_cache || args.q != q || args.k_cache != k_cache ||
+      args.v_cache != v_cache) {
     Backend::RopeWriteKvAttention(rope, q, k, v, k_cache, v_cache, args);
     return;
   }
