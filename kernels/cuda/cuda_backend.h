@@ -59,10 +59,13 @@ struct CudaBackendOptions {
   // attention (RopeWriteKvAttention, one launch instead of two per layer).
   // DYNSPARSE_CUDA_FUSE_ATTENTION=0 keeps them apart (A/B timing).
   bool fused_decode_attention = true;
-  // ... for KV caches of at most this many rows (0: any). Every block of the
-  // fused kernel rotates its q head, which longer contexts pay per block.
-  // DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=N overrides it.
-  int64_t fused_decode_attention_max_keys = 0;
+  // ... for KV caches of at most this many rows (0: any). The fused kernel
+  // saves a launch but is slower on the multi-wave grids of long caches
+  // (H200, h200_run7_rope, per layer: -1.8 us at 129 keys, even at 1k,
+  // +2.3 us at 4k, +16 us at 16k), likely from its registers (109 vs 80:
+  // 2 blocks per SM instead of 3). DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=N
+  // overrides it.
+  int64_t fused_decode_attention_max_keys = 2048;
   // Keys per block of the split-K decode attention (16, 32 or 64; head_dim
   // 128 only, attention.h). DYNSPARSE_CUDA_DECODE_CHUNK=N overrides it.
   int64_t decode_chunk_keys = 64;
