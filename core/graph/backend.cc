@@ -43,6 +43,16 @@ void Backend::RopeWriteKv(const RopeTable& rope,
   WriteRows(v, positions, v_cache);
 }
 
+void Backend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
+                                   const Tensor& v, Tensor* k_cache,
+                                   Tensor* v_cache, const AttentionArgs& args) {
+  DS_CHECK(args.q == q && args.k_cache == k_cache && args.v_cache == v_cache)
+      << "RopeWriteKvAttention: args must read q and the caches written";
+  RopeWriteKv(rope, args.query_positions, args.num_heads, args.num_kv_heads, q,
+              k, v, k_cache, v_cache);
+  Attention(args);
+}
+
 void Backend::LinearActivate(const Tensor& x, const Tensor& w,
                              const Tensor& bias, Activation activation,
                              Tensor* y) {

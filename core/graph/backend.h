@@ -162,6 +162,15 @@ class Backend {
                            int64_t num_heads, int64_t num_kv_heads, Tensor* q,
                            Tensor* k, const Tensor& v, Tensor* k_cache,
                            Tensor* v_cache);
+  // A step's attention from its q/k/v projections: RopeWriteKv at
+  // args.query_positions, then Attention(args), where args.q is q and
+  // args.k_cache / v_cache are k_cache / v_cache. Afterwards q and k hold
+  // unspecified values: CUDA, for one new row over the whole cache, rotates
+  // them in registers inside the decode attention (one launch instead of
+  // two). Default: exactly RopeWriteKv, then Attention.
+  virtual void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
+                                    const Tensor& v, Tensor* k_cache,
+                                    Tensor* v_cache, const AttentionArgs& args);
   // y = act(x * w^T (+ bias)): the ungated MLP's up projection. Default:
   // Linear then Activate; CUDA applies the activation in the GEMV epilogue.
   virtual void LinearActivate(const Tensor& x, const Tensor& w,

@@ -255,9 +255,6 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
   Tensor* ys[] = {&q, &k, &v};
   backend_.LinearGroup(h, ws, bs, ys);
-  backend_.RopeWriteKv(rope_, positions, config_.num_heads,
-                       config_.num_kv_heads, &q, &k, v, &cache_.keys(layer),
-                       &cache_.values(layer));
 
   Tensor context = backend_.Allocate(DType::kF32, {n, qd});
   AttentionArgs args;
@@ -271,14 +268,24 @@ void Session::Attention(int64_t layer, Phase phase,
   args.head_dim = config_.head_dim;
   args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   args.out = &context;
-  if (tokens_ != nullptr) {  // Token pruning: keys live at this layer.
+  if (tokens_ == nullptr) {
+    // Nothing reads q or k after the attention: RoPE, the KV-cache write and
+    // the attention may run as one op (one kernel for a CUDA decode row).
+    backend_.RopeWriteKvAttention(rope_, &q, &k, v, &cache_.keys(layer),
+                                  &cache_.values(layer), args);
+  } else {
+    // Token pruning: the probe keeps the rotated q (last_query_), and the
+    // keys are those live at this layer.
+    backend_.RopeWriteKv(rope_, positions, config_.num_heads,
+                         config_.num_kv_heads, &q, &k, v, &cache_.keys(layer),
+                         &cache_.values(layer));
     if (!live_keys_.empty()) {
       args.key_positions = live_keys_;
       args.num_keys = static_cast<int64_t>(live_keys_.size());
     }
     last_query_ = q.Rows(n - 1, n);
+    backend_.Attention(args);
   }
-  backend_.Attention(args);
   if (method_.observes()) {
     method_.ObserveHeads({layer, phase}, backend_.ToHost(context));
   }

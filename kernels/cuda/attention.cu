@@ -26,7 +26,6 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTileQ = 64;
 constexpr int kTileK = 32;
 constexpr int kRowsPerWarp = kTileQ / kWarps;  // 8
-constexpr int kKeysPerWarp = static_cast<int>(kDecodeKeysPerChunk) / kWarps;
 
 struct KernelArgs {
   const float* q;
@@ -52,6 +51,15 @@ struct KernelArgs {
   int split_keys;     // split prefill: keys per split (blockIdx.z); 0: none
   float scale;
   bool vec4;  // head_dim % 4 == 0 and 16-byte aligned rows
+  // Decode of one new row (DecodeAttentionWithNewRow, else null): q is the
+  // row before RoPE, new_k / new_v its key and value ([kv heads * head_dim],
+  // before RoPE), k_out / v_out the caches they go to at row positions[0];
+  // inv_freq null: no RoPE.
+  const float* inv_freq = nullptr;
+  const float* new_k = nullptr;
+  const float* new_v = nullptr;
+  float* k_out = nullptr;
+  float* v_out = nullptr;
 };
 
 __device__ __forceinline__ int KeyRow(const KernelArgs& a, int j) {
@@ -503,44 +511,155 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   }
 }
 
-// One chunk of keys of one (row, head): the partial max, sum and weighted
-// values into `entry`.
+// Max over the block; every thread gets the result (BlockSum's pattern).
+__device__ __forceinline__ float BlockMax(float v, float* scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  }
+  __syncthreads();  // scratch may still be read from a previous call.
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float m = lane < warps ? scratch[lane] : -INFINITY;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  }
+  return m;
+}
+
+// The new row of a fused decode step (DecodeAttentionWithNewRow) in shared
+// memory, head_dim floats each at offsets 0, D and 2D: the query head rotated
+// by the row's position, and in the block whose chunk holds the row its kv
+// head's rotated key and its value. The rotation repeats RopeWriteKvKernel
+// (same intrinsics), so q, k and the cache row get the same bits as the
+// unfused ops. The block of the kv head's first query head (one per cache
+// row) also writes the key and value into cache row `pos`; no block reads
+// that row from the cache, so no other block waits for the write.
 template <int D>
+__device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
+                                           int pos, bool has_key, float* smem) {
+  const bool writes = has_key && h % a.group == 0;
+  const int hd = a.head_dim;
+  const float* q = a.q + static_cast<int64_t>(h) * hd;  // row 0
+  const int64_t col0 = static_cast<int64_t>(kvh) * hd;
+  const int64_t cache0 = static_cast<int64_t>(pos) * a.kv_stride + col0;
+  // Rotates the pair (x[i], x[i + half]) into dst (and the cache row).
+  const auto put = [&](float x0, float x1, int i, int half, float c, float sn,
+                       bool turn, int slot, float* cache) {
+    if (turn) {
+      const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
+      const float r1 = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sn));
+      x0 = r0;
+      x1 = r1;
+    }
+    smem[slot * D + i] = x0;
+    if (half > 0) smem[slot * D + i + half] = x1;
+    if (cache != nullptr) {
+      cache[cache0 + i] = x0;
+      if (half > 0) cache[cache0 + i + half] = x1;
+    }
+  };
+  if (a.inv_freq != nullptr) {
+    const int half = hd >> 1;
+    const float position = static_cast<float>(pos);
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+      float sn, c;
+      sincosf(__fmul_rn(position, a.inv_freq[i]), &sn, &c);
+      put(q[i], q[i + half], i, half, c, sn, true, 0, nullptr);
+      if (has_key) {
+        put(a.new_k[col0 + i], a.new_k[col0 + i + half], i, half, c, sn, true,
+            1, writes ? a.k_out : nullptr);
+        put(a.new_v[col0 + i], a.new_v[col0 + i + half], i, half, c, sn, false,
+            2, writes ? a.v_out : nullptr);
+      }
+    }
+  } else {  // No RoPE (OPT): copies, any head_dim.
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+      put(q[i], 0.f, i, 0, 1.f, 0.f, false, 0, nullptr);
+      if (has_key) {
+        put(a.new_k[col0 + i], 0.f, i, 0, 1.f, 0.f, false, 1,
+            writes ? a.k_out : nullptr);
+        put(a.new_v[col0 + i], 0.f, i, 0, 1.f, 0.f, false, 2,
+            writes ? a.v_out : nullptr);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// One chunk of keys of one (row, head): the partial max, sum and weighted
+// values into `entry`. Key j of the chunk counts iff j < limit and its cache
+// row is at most `pos` (a key list may hold later rows). Every K and V load
+// of a warp's keys is issued before any reduction: one memory round trip
+// instead of two (the kernel is latency-bound at short contexts). kNewRow:
+// q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
+// it while the K/V loads are in flight (before them it cost every block one
+// more round trip: 8% at 16k keys).
+template <int D, bool kNewRow, int kKeysPerWarp>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
-                                            int chunk0, int limit,
+                                            int kvh, int pos, int chunk0,
+                                            int limit, float* new_row,
                                             float* entry) {
   constexpr int kCols = D / 32;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
-  const int kvh = (a.head_ids != nullptr
-                       ? a.head_ids[static_cast<int64_t>(row) * a.heads + h]
-                       : h) /
-                  a.group;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
 
-  float q[kCols];
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) {
-    const int d = lane + 32 * c;
-    q[c] = d < a.head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
-                                static_cast<int64_t>(h) * a.head_dim + d] *
-                                a.scale
-                          : 0.f;
-  }
   const int key0 = chunk0 + warp * kKeysPerWarp;
   const int64_t col0 = static_cast<int64_t>(kvh) * a.head_dim;
-  float kv[kKeysPerWarp][kCols];
+  bool live[kKeysPerWarp];
+  int64_t base[kKeysPerWarp];
 #pragma unroll
   for (int j = 0; j < kKeysPerWarp; ++j) {
+    const int key = key0 + j;
+    const int key_row = key < limit ? KeyRow(a, key) : INT_MAX;
+    live[j] = key_row <= pos;
+    base[j] = live[j] ? static_cast<int64_t>(key_row) * a.kv_stride + col0 : 0;
+  }
+  float kk[kKeysPerWarp][kCols], vv[kKeysPerWarp][kCols];
+#pragma unroll
+  for (int j = 0; j < kKeysPerWarp; ++j) {
+    const bool fresh = kNewRow && key0 + j == pos;
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
       const int d = lane + 32 * c;
-      kv[j][c] =
-          (key0 + j < limit && d < a.head_dim)
-              ? a.k[static_cast<int64_t>(KeyRow(a, key0 + j)) * a.kv_stride +
-                    col0 + d]
-              : 0.f;
+      const bool load = live[j] && !fresh && d < a.head_dim;
+      kk[j][c] = load ? a.k[base[j] + d] : 0.f;
+      vv[j][c] = load ? a.v[base[j] + d] : 0.f;
+    }
+  }
+  float q[kCols];
+  if constexpr (kNewRow) {
+    LoadNewRow<D>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
+                  new_row);
+#pragma unroll
+    for (int j = 0; j < kKeysPerWarp; ++j) {
+      if (key0 + j != pos) continue;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int d = lane + 32 * c;
+        if (d < a.head_dim) {
+          kk[j][c] = new_row[D + d];
+          vv[j][c] = new_row[2 * D + d];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    const int d = lane + 32 * c;
+    if constexpr (kNewRow) {
+      q[c] = d < a.head_dim ? new_row[d] * a.scale : 0.f;
+    } else {
+      q[c] = d < a.head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
+                                  static_cast<int64_t>(h) * a.head_dim + d] *
+                                  a.scale
+                            : 0.f;
     }
   }
   float s[kKeysPerWarp];
@@ -549,22 +668,10 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   for (int j = 0; j < kKeysPerWarp; ++j) {
     float dot = 0.f;
 #pragma unroll
-    for (int c = 0; c < kCols; ++c) dot += q[c] * kv[j][c];
+    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j][c];
     dot = WarpSum(dot);
-    s[j] = key0 + j < limit ? dot : -INFINITY;
+    s[j] = live[j] ? dot : -INFINITY;
     m = fmaxf(m, s[j]);
-  }
-#pragma unroll
-  for (int j = 0; j < kKeysPerWarp; ++j) {
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int d = lane + 32 * c;
-      kv[j][c] =
-          (key0 + j < limit && d < a.head_dim)
-              ? a.v[static_cast<int64_t>(KeyRow(a, key0 + j)) * a.kv_stride +
-                    col0 + d]
-              : 0.f;
-    }
   }
   float l = 0.f;
   float acc[kCols];
@@ -576,7 +683,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       const float p = expf(s[j] - m);
       l += p;
 #pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[c] += p * kv[j][c];
+      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j][c];
     }
   }
   if (lane == 0) {
@@ -609,11 +716,13 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   }
 }
 
-// Merges the chunks of one (head, row) into out. Reads the partials with
-// ld.global.cg: in the fused path other blocks wrote them during this launch,
-// so they must come from L2, not from a possibly stale L1 line.
-__device__ __forceinline__ void CombineChunks(const KernelArgs& a, int h,
-                                              int row) {
+// Chunks whose (max, sum) CombineChunks keeps in shared memory; caches of
+// more than kCombineChunks * kDecodeKeysPerChunk keys merge serially.
+constexpr int kCombineChunks = 512;
+
+// The serial merge: every thread walks all chunks three times.
+__device__ __forceinline__ void CombineChunksSerial(const KernelArgs& a, int h,
+                                                    int row) {
   float m = -INFINITY;
   for (int c = 0; c < a.chunks; ++c) {
     const float* e = ScratchEntry(a, row, h, c);
@@ -637,33 +746,104 @@ __device__ __forceinline__ void CombineChunks(const KernelArgs& a, int h,
   }
 }
 
-// The separate merge (when no counters are given): grid (heads, n).
-__global__ void DecodeCombineKernel(const KernelArgs a) {
+// Merges the chunks of one (head, row) into out (blocks of <= kThreads).
+// Each chunk's (max, sum) is read once, by one thread, into shared memory;
+// the weighted values are summed by blockDim / head_dim threads per
+// dimension, each over every parts-th chunk, then added in part order, so
+// the result does not depend on which block merges. Reads the partials with
+// ld.global.cg: in the fused path other blocks wrote them during this
+// launch, so they must come from L2, not from a possibly stale L1 line.
+__device__ __forceinline__ void CombineChunks(const KernelArgs& a, int h,
+                                              int row) {
+  if (a.chunks > kCombineChunks || static_cast<int>(blockDim.x) < a.head_dim) {
+    CombineChunksSerial(a, h, row);
+    return;
+  }
+  __shared__ float chunk_w[kCombineChunks], chunk_l[kCombineChunks];
+  __shared__ float part_sum[kThreads];
+  __shared__ float reduce[32];
+  const int t = threadIdx.x;
+  float m = -INFINITY;
+  for (int c = t; c < a.chunks; c += blockDim.x) {
+    const float* e = ScratchEntry(a, row, h, c);
+    const float em = __ldcg(e);
+    const float el = __ldcg(e + 1);
+    chunk_w[c] = em;
+    chunk_l[c] = el;
+    if (el > 0.f) m = fmaxf(m, em);
+  }
+  m = BlockMax(m, reduce);
+  float l = 0.f;
+  for (int c = t; c < a.chunks; c += blockDim.x) {
+    const float w = chunk_l[c] > 0.f ? expf(chunk_w[c] - m) : 0.f;
+    chunk_w[c] = w;  // Each thread rewrites only the chunks it read.
+    l += chunk_l[c] * w;
+  }
+  l = BlockSum(l, reduce);  // Its barriers publish chunk_w and chunk_l.
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  const int parts = max(1, static_cast<int>(blockDim.x) / a.head_dim);
+  const int d = t % a.head_dim;
+  const int part = t / a.head_dim;
+  float sum = 0.f;
+  if (part < parts) {
+#pragma unroll 8
+    for (int c = part; c < a.chunks; c += parts) {
+      if (chunk_l[c] > 0.f) {
+        sum += __ldcg(ScratchEntry(a, row, h, c) + 2 + d) * chunk_w[c];
+      }
+    }
+  }
+  part_sum[t] = sum;
+  __syncthreads();
+  if (t < a.head_dim) {
+    float total = 0.f;
+    for (int p = 0; p < parts; ++p) total += part_sum[p * a.head_dim + t];
+    a.out[static_cast<int64_t>(row) * a.q_stride +
+          static_cast<int64_t>(h) * a.head_dim + t] = total * inv;
+  }
+}
+
+// The separate merge (when no counters are given): grid (heads, n), kThreads.
+__global__ void __launch_bounds__(kThreads)
+    DecodeCombineKernel(const KernelArgs a) {
   PdlWait();
   CombineChunks(a, blockIdx.x, blockIdx.y);
 }
 
-template <int D>
+// Grid (chunks, heads, rows). Without a key list key j is cache row j; with
+// one, the grid covers the listed keys only (their count is known on the
+// host: token steps run eagerly) and each key is checked against the row's
+// position where it is loaded, so no block searches the list.
+template <int D, bool kNewRow, int kKeysPerWarp>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
+  constexpr int kChunkKeys = kKeysPerWarp * kWarps;
   PdlWait();
   const int chunk = blockIdx.x;
   const int h = blockIdx.y;
   const int row = blockIdx.z;
-  const int limit = VisibleKeys(a, a.positions[row]);
-  const int chunk0 = chunk * static_cast<int>(kDecodeKeysPerChunk);
+  const int pos = a.positions[row];
+  const int limit =
+      a.key_rows == nullptr ? min(pos + 1, a.max_keys) : a.max_keys;
+  const int chunk0 = chunk * kChunkKeys;
+  const int kvh = (a.head_ids != nullptr
+                       ? a.head_ids[static_cast<int64_t>(row) * a.heads + h]
+                       : h) /
+                  a.group;
   float* entry = ScratchEntry(a, row, h, chunk);
-  if (chunk0 >= limit) {  // Nothing visible: an empty partial.
-    if (threadIdx.x == 0) {
+  if (chunk0 >= limit || (a.key_rows != nullptr && a.key_rows[chunk0] > pos)) {
+    if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
       entry[0] = -INFINITY;
       entry[1] = 0.f;
     }
   } else {
-    DecodeChunk<D>(a, row, h, chunk0, limit, entry);
+    __shared__ float new_row[kNewRow ? 3 * D : 1];
+    DecodeChunk<D, kNewRow, kKeysPerWarp>(a, row, h, kvh, pos, chunk0, limit,
+                                          new_row, entry);
   }
   if (a.counters == nullptr) return;
   // Merge in this launch: the block that finishes last for its (row, head)
-  // combines all chunks (in chunk order, so the result does not depend on
+  // combines all chunks (in a fixed order, so the result does not depend on
   // which block was last) and resets the counter for the next launch.
   __shared__ bool last;
   __threadfence();
@@ -741,8 +921,12 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
     }
     a->max_keys = static_cast<int>(args.num_keys);
   }
-  a->chunks =
-      static_cast<int>(CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk));
+  // Decode: chunks over the cache capacity, so a captured graph stays valid
+  // as the sequence grows; over the listed keys only with a key list.
+  a->chunks = static_cast<int>(CeilDiv(args.key_rows != nullptr
+                                           ? std::max<int64_t>(args.num_keys, 1)
+                                           : args.k_cache->dim(0),
+                                       DecodeChunkKeys(args)));
   a->split_keys = 0;
   a->scale = args.scale;
   a->vec4 =
@@ -816,12 +1000,31 @@ absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
                           : LaunchPrefillMma<D, false>(ctx, a);
 }
 
-template <int D>
-absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a) {
+template <int D, bool kNewRow>
+absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a,
+                          int64_t chunk_keys) {
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
-  LaunchKernel(ctx.programmatic_launch(), DecodeAttentionKernel<D>, grid,
-               dim3(kThreads), 0, ctx.stream(), a);
+  // Shorter chunks only where DecodeChunkKeys allows them (head_dim 128).
+  if constexpr (D == 128) {
+    if (chunk_keys == 16) {
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 2>, grid, dim3(kThreads),
+                   0, ctx.stream(), a);
+    } else if (chunk_keys == 32) {
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 4>, grid, dim3(kThreads),
+                   0, ctx.stream(), a);
+    } else {
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 8>, grid, dim3(kThreads),
+                   0, ctx.stream(), a);
+    }
+  } else {
+    LaunchKernel(ctx.programmatic_launch(),
+                 DecodeAttentionKernel<D, kNewRow, 8>, grid, dim3(kThreads), 0,
+                 ctx.stream(), a);
+  }
   if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
     return s;
   }
@@ -829,7 +1032,7 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a) {
   const dim3 combine_grid(static_cast<unsigned>(a.heads),
                           static_cast<unsigned>(a.n));
   LaunchKernel(ctx.programmatic_launch(), DecodeCombineKernel, combine_grid,
-               dim3(128), 0, ctx.stream(), a);
+               dim3(kThreads), 0, ctx.stream(), a);
   return LastLaunchStatus("DecodeCombineKernel");
 }
 
@@ -870,7 +1073,7 @@ absl::Status PrefillAttention(DeviceContext& ctx,
   if (!launched.ok() || a.split_keys == 0) return launched;
   DecodeCombineKernel<<<dim3(static_cast<unsigned>(a.heads),
                              static_cast<unsigned>(a.n)),
-                        128, 0, ctx.stream()>>>(a);
+                        kThreads, 0, ctx.stream()>>>(a);
   return LastLaunchStatus("DecodeCombineKernel");
 }
 
@@ -888,9 +1091,16 @@ int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args) {
                                     args.key_splits * (args.head_dim + 2);
 }
 
+int64_t DecodeChunkKeys(const DeviceAttentionArgs& args) {
+  const int64_t keys = args.decode_chunk_keys;
+  return PickHeadDim(args.head_dim) == 128 && (keys == 16 || keys == 32)
+             ? keys
+             : kDecodeKeysPerChunk;
+}
+
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {
   return args.q->dim(0) * args.num_heads *
-         CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk) *
+         CeilDiv(args.k_cache->dim(0), DecodeChunkKeys(args)) *
          (args.head_dim + 2);
 }
 
@@ -901,7 +1111,62 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
   return WithHeadDim(args.head_dim, [&](auto d) {
-    return LaunchDecode<decltype(d)::value>(ctx, a);
+    return LaunchDecode<decltype(d)::value, false>(ctx, a,
+                                                   DecodeChunkKeys(args));
+  });
+}
+
+absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
+                                       const DeviceAttentionArgs& args,
+                                       const DecodeNewRow& row,
+                                       float* scratch) {
+  KernelArgs a;
+  if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
+  if (a.n != 1 || args.key_rows != nullptr || args.head_ids != nullptr) {
+    return absl::InvalidArgumentError(
+        "attention: a new row is one query row over the whole cache");
+  }
+  if (row.k == nullptr || row.v == nullptr || row.k_cache == nullptr ||
+      row.v_cache == nullptr || row.k_cache != args.k_cache ||
+      row.v_cache != args.v_cache) {
+    return absl::InvalidArgumentError(
+        "attention: the new row's caches must be the attention's caches");
+  }
+  const int64_t kv_width = args.num_kv_heads * args.head_dim;
+  for (const Tensor* t : {row.k, row.v}) {
+    if (absl::Status s = CheckOnDevice(*t, "attention new row"); !s.ok()) {
+      return s;
+    }
+    if (t->dtype() != DType::kF32 || t->rank() != 2 || t->dim(0) != 1 ||
+        t->dim(1) != kv_width) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attention: new k / v must be f32 [1, ", kv_width,
+                       "], got ", t->DebugString()));
+    }
+  }
+  const bool rotate = row.inv_freq != nullptr && !row.inv_freq->empty();
+  if (rotate) {
+    if (absl::Status s = CheckOnDevice(*row.inv_freq, "RoPE inv_freq");
+        !s.ok()) {
+      return s;
+    }
+    if (args.head_dim % 2 != 0 || row.inv_freq->dtype() != DType::kF32 ||
+        row.inv_freq->numel() != args.head_dim / 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attention: RoPE inv_freq must be f32 [",
+                       args.head_dim / 2, "] for head_dim ", args.head_dim,
+                       ", got ", row.inv_freq->DebugString()));
+    }
+    a.inv_freq = row.inv_freq->data<float>();
+  }
+  a.new_k = row.k->data<float>();
+  a.new_v = row.v->data<float>();
+  a.k_out = row.k_cache->data<float>();
+  a.v_out = row.v_cache->data<float>();
+  a.scratch = scratch;
+  return WithHeadDim(args.head_dim, [&](auto d) {
+    return LaunchDecode<decltype(d)::value, true>(ctx, a,
+                                                  DecodeChunkKeys(args));
   });
 }
 

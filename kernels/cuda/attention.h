@@ -10,9 +10,13 @@
 //   on tensor cores (mma.sync, f16 operands) for long prompts.
 //   With key_splits, few query rows over many keys also split the keys
 //   over blocks (flash-decoding style partials, merged by a second kernel).
-// - DecodeAttention (flash-decoding): the keys are split into chunks of 64,
+// - DecodeAttention (flash-decoding): the keys are split into chunks of 64
+//   (or 16 / 32, decode_chunk_keys),
 //   one block per (chunk, head, row) writes a partial (max, sum, weighted
-//   values) and a second kernel merges the chunks. For a few query rows.
+//   values) and a second kernel (or the last block, with counters) merges
+//   the chunks. For a few query rows. DecodeAttentionWithNewRow also does a
+//   decode step's prologue (RoPE of q and k, the KV-cache write) in the same
+//   launch.
 #ifndef DYNSPARSE_KERNELS_CUDA_ATTENTION_H_
 #define DYNSPARSE_KERNELS_CUDA_ATTENTION_H_
 
@@ -64,6 +68,9 @@ struct DeviceAttentionArgs {
   // num_kv_heads is the cache's kv head count.
   const int32_t* head_ids = nullptr;
   int64_t head_group = 0;
+  // Decode only: keys per chunk (one block each), 16, 32 or 64; shorter
+  // chunks only for head_dim 65..128, else 64 (DecodeChunkKeys).
+  int64_t decode_chunk_keys = kDecodeKeysPerChunk;
 };
 
 // `max_keys` bounds the keys any row may see (<= capacity); prefill only,
@@ -79,6 +86,8 @@ int64_t PrefillKeySplits(int64_t rows, int64_t heads, int64_t max_keys,
 // Floats of split_scratch a prefill with args.key_splits needs.
 int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args);
 
+// The keys per decode chunk these arguments run with.
+int64_t DecodeChunkKeys(const DeviceAttentionArgs& args);
 // Floats of scratch DecodeAttention needs for these arguments.
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);
 // Ints of DeviceAttentionArgs::counters these arguments need (rows x heads).
@@ -86,8 +95,27 @@ inline int64_t DecodeAttentionCounters(const DeviceAttentionArgs& args) {
   return (args.q == nullptr ? 0 : args.q->dim(0)) * args.num_heads;
 }
 // `scratch` is a device f32 buffer of DecodeAttentionScratchFloats(args).
+// With a key list the grid covers args.num_keys keys, not the capacity.
 absl::Status DecodeAttention(DeviceContext& ctx,
                              const DeviceAttentionArgs& args, float* scratch);
+
+// The new row of a decode step, as RopeWriteKv (rope.h) takes it.
+struct DecodeNewRow {
+  const Tensor* inv_freq = nullptr;  // f32 [head_dim / 2]; null/empty: no RoPE
+  const Tensor* k = nullptr;  // f32 [1, kv_heads * head_dim], before RoPE
+  const Tensor* v = nullptr;  // f32 [1, kv_heads * head_dim]
+  Tensor* k_cache = nullptr;  // args.k_cache and args.v_cache, written at
+  Tensor* v_cache = nullptr;  // row positions[0]
+};
+// RopeWriteKv followed by DecodeAttention in one launch, for one query row
+// (args.q, before RoPE) without key list or head ids: every block rotates its
+// q head itself, and the new key is read from registers where it is needed,
+// so no block waits for the cache write (one block per kv head does it).
+// q and k stay unrotated in memory; the output and the cache rows are
+// bit-identical to the unfused ops.
+absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
+                                       const DeviceAttentionArgs& args,
+                                       const DecodeNewRow& row, float* scratch);
 
 }  // namespace dynsparse::cuda
 

@@ -54,6 +54,7 @@ enum OpCode : uint64_t {
   kOpSparseAttention,
   kOpLazyKv,
   kOpRoundInput,
+  kOpRopeWriteKvAttention,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -123,6 +124,18 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       fuse != nullptr && std::strcmp(fuse, "0") == 0) {
     opts.fused_ops = false;
   }
+  if (const char* fuse = std::getenv("DYNSPARSE_CUDA_FUSE_ATTENTION");
+      fuse != nullptr && std::strcmp(fuse, "0") == 0) {
+    opts.fused_decode_attention = false;
+  }
+  if (const char* keys = std::getenv("DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS");
+      keys != nullptr && std::atoll(keys) >= 0) {
+    opts.fused_decode_attention_max_keys = std::atoll(keys);
+  }
+  if (const char* chunk = std::getenv("DYNSPARSE_CUDA_DECODE_CHUNK");
+      chunk != nullptr && std::atoll(chunk) > 0) {
+    opts.decode_chunk_keys = std::atoll(chunk);
+  }
   // A/B switches for token steps that revive rows (results/lazyllm).
   if (const char* split = std::getenv("DYNSPARSE_CUDA_SPLIT_ATTENTION");
       split != nullptr && std::strcmp(split, "0") == 0) {
@@ -184,6 +197,9 @@ std::string CudaBackend::name() const {
                       ctx_->programmatic_launch() ? ", PDL" : "",
                       options_.fused_ops ? "" : ", unfused",
                       FlashPrefillName(options_.flash_prefill_attention),
+                      options_.fused_ops && !options_.fused_decode_attention
+                          ? ", unfused attention"
+                          : "",
                       ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
@@ -578,11 +594,13 @@ DeviceAttentionArgs CudaBackend::DeviceArgs(const AttentionArgs& args,
   d.head_dim = args.head_dim;
   d.scale = args.scale;
   d.out = args.out;
+  d.decode_chunk_keys = options_.decode_chunk_keys;
   return d;
 }
 
 void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
-                                        const char* op) {
+                                        const char* op,
+                                        const DecodeNewRow* new_row) {
   Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
   if (options_.fused_ops &&
       DecodeAttentionCounters(d) <= kAttentionCounterInts) {
@@ -590,7 +608,10 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   }
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
-  Check(DecodeAttention(*ctx_, d, scratch.data<float>()), op);
+  Check(new_row != nullptr ? DecodeAttentionWithNewRow(*ctx_, d, *new_row,
+                                                       scratch.data<float>())
+                           : DecodeAttention(*ctx_, d, scratch.data<float>()),
+        op);
 }
 
 void CudaBackend::Attention(const AttentionArgs& args) {
@@ -662,6 +683,38 @@ void CudaBackend::RopeWriteKv(const RopeTable& rope,
   Check(cuda::RopeWriteKv(*ctx_, freq, pos, num_heads, num_kv_heads, head_dim,
                           q, k, v, k_cache, v_cache),
         "RopeWriteKv");
+}
+
+void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
+                                       Tensor* k, const Tensor& v,
+                                       Tensor* k_cache, Tensor* v_cache,
+                                       const AttentionArgs& args) {
+  // One kernel for one new row attending to the whole cache (Session's
+  // plain decode); everything else takes the two ops.
+  const bool one_row = q->rank() == 2 && q->dim(0) == 1 &&
+                       args.query_positions.size() == 1 &&
+                       args.key_positions.empty() &&
+                       args.num_keys == args.query_positions[0] + 1;
+  const int64_t max_keys = options_.fused_decode_attention_max_keys;
+  const bool short_cache = max_keys <= 0 || k_cache->dim(0) <= max_keys;
+  if (!options_.fused_ops || !options_.fused_decode_attention || !one_row ||
+      !short_cache || args.q != q || args.k_cache != k_cache ||
+      args.v_cache != v_cache) {
+    Backend::RopeWriteKvAttention(rope, q, k, v, k_cache, v_cache, args);
+    return;
+  }
+  const Tensor none;
+  const Tensor& freq = rope.enabled() ? RopeFrequencies(rope) : none;
+  uint64_t sig = kOpRopeWriteKvAttention;
+  DeviceAttentionArgs d = DeviceArgs(args, &sig);
+  sig = MixTensor(MixTensor(MixTensor(sig, *k), v), freq);
+  DecodeNewRow row;
+  row.inv_freq = &freq;
+  row.k = k;
+  row.v = &v;
+  row.k_cache = k_cache;
+  row.v_cache = v_cache;
+  LaunchDecodeAttention(d, sig, "RopeWriteKvAttention", &row);
 }
 
 void CudaBackend::LinearActivate(const Tensor& x, const Tensor& w,

@@ -59,6 +59,20 @@ struct CudaBackendOptions {
   // launches fewer per decode layer. The
   // environment variable DYNSPARSE_CUDA_FUSE=0 turns it off (A/B timing).
   bool fused_ops = true;
+  // With fused_ops: a decode row's RoPE and KV-cache write inside its decode
+  // attention (RopeWriteKvAttention, one launch instead of two per layer).
+  // DYNSPARSE_CUDA_FUSE_ATTENTION=0 keeps them apart (A/B timing).
+  bool fused_decode_attention = true;
+  // ... for KV caches of at most this many rows (0: any). The fused kernel
+  // saves a launch but is slower on the multi-wave grids of long caches
+  // (H200, h200_run7_rope, per layer: -1.8 us at 129 keys, even at 1k,
+  // +2.3 us at 4k, +16 us at 16k), likely from its registers (109 vs 80:
+  // 2 blocks per SM instead of 3). DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=N
+  // overrides it.
+  int64_t fused_decode_attention_max_keys = 2048;
+  // Keys per block of the split-K decode attention (16, 32 or 64; head_dim
+  // 128 only, attention.h). DYNSPARSE_CUDA_DECODE_CHUNK=N overrides it.
+  int64_t decode_chunk_keys = 64;
 };
 
 struct CudaGraphStats {
@@ -114,6 +128,9 @@ class CudaBackend : public Backend {
                    int64_t num_heads, int64_t num_kv_heads, Tensor* q,
                    Tensor* k, const Tensor& v, Tensor* k_cache,
                    Tensor* v_cache) override;
+  void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
+                            const Tensor& v, Tensor* k_cache, Tensor* v_cache,
+                            const AttentionArgs& args) override;
   void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Activation activation, Tensor* y) override;
   void GatedMlp(const Tensor& h, const Tensor& w_up, const Tensor& w_gate,
@@ -171,8 +188,10 @@ class CudaBackend : public Backend {
   void LinearGroupRounded(const Tensor& x, absl::Span<const Tensor* const> w,
                           absl::Span<const Tensor* const> b,
                           absl::Span<Tensor* const> y);
+  // With `new_row`, DecodeAttentionWithNewRow.
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
-                             const char* op);
+                             const char* op,
+                             const DecodeNewRow* new_row = nullptr);
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;

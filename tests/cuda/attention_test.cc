@@ -1,14 +1,17 @@
 // The CUDA attention kernels against kernels/cpu's reference attention:
 // prefill (flash tiling) and decode (split-K) with GQA, head dims that need
-// padding, query tiles that end mid-tile and caches longer than the keys.
+// padding, query tiles that end mid-tile and caches longer than the keys;
+// and the decode step fused with its RoPE + KV-cache write (new row).
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/rope.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -204,6 +207,305 @@ TEST(PrefillKeySplitsTest, SplitsOnlySmallGrids) {
   EXPECT_GE(revived * heads, sms);
   EXPECT_LE(PrefillKeySplits(40, heads, 100, sms), 2);  // two key tiles
   EXPECT_EQ(PrefillKeySplits(40, heads, 10, sms), 1);
+}
+
+// DecodeAttentionWithNewRow: one unrotated query row and its unrotated key
+// and value, against cpu::ApplyRope + the cache write + cpu::Attention
+// (RoPE angles in double on the CPU, sincosf on the GPU: 1e-5 as in
+// fused_ops_test.cc), and bit for bit against the CUDA RopeWriteKv followed
+// by DecodeAttention. Cache rows from the new row's position on hold NaN:
+// the kernel must not read them (the new row comes from registers).
+struct NewRowCase {
+  int64_t capacity;
+  int64_t pos;  // the new row's position = keys before it
+  int64_t heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+  bool rope;
+};
+
+class DecodeNewRowTest : public testutil::CudaTest,
+                         public ::testing::WithParamInterface<NewRowCase> {};
+
+TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
+  const NewRowCase c = GetParam();
+  const int64_t qd = c.heads * c.head_dim, kvd = c.kv_heads * c.head_dim;
+  const std::vector<int32_t> positions = {static_cast<int32_t>(c.pos)};
+  const Tensor q = RandomHost({1, qd});
+  const Tensor k = RandomHost({1, kvd});
+  const Tensor v = RandomHost({1, kvd});
+  Tensor k_cache = RandomHost({c.capacity, kvd});
+  Tensor v_cache = RandomHost({c.capacity, kvd});
+  RopeTable table;
+  table.head_dim = c.head_dim;
+  for (int64_t i = 0; c.rope && i < c.head_dim / 2; ++i) {
+    table.inv_freq.push_back(
+        1.0 / std::pow(10000.0, static_cast<double>(2 * i) / c.head_dim));
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  // CPU: RoPE, the cache write, then attention over keys 0..pos.
+  Tensor q_ref = Tensor::FromF32(q.ToF32Vector(), q.shape());
+  Tensor k_ref = Tensor::FromF32(k.ToF32Vector(), k.shape());
+  if (c.rope) {
+    cpu::ApplyRope(table, positions, c.heads, &q_ref);
+    cpu::ApplyRope(table, positions, c.kv_heads, &k_ref);
+  }
+  Tensor kc_ref = Tensor::FromF32(k_cache.ToF32Vector(), k_cache.shape());
+  Tensor vc_ref = Tensor::FromF32(v_cache.ToF32Vector(), v_cache.shape());
+  cpu::WriteRows(k_ref, positions, &kc_ref);
+  cpu::WriteRows(v, positions, &vc_ref);
+  Tensor ref = Tensor::Zeros(DType::kF32, {1, qd});
+  AttentionArgs cpu_args;
+  cpu_args.q = &q_ref;
+  cpu_args.k_cache = &kc_ref;
+  cpu_args.v_cache = &vc_ref;
+  cpu_args.num_keys = c.pos + 1;
+  cpu_args.query_positions = positions;
+  cpu_args.num_heads = c.heads;
+  cpu_args.num_kv_heads = c.kv_heads;
+  cpu_args.head_dim = c.head_dim;
+  cpu_args.scale = scale;
+  cpu_args.out = &ref;
+  cpu::Attention(cpu_args);
+
+  // Device caches: rows pos.. poisoned (the fused kernel overwrites row pos).
+  const auto upload_poisoned = [&](const Tensor& host) {
+    Tensor t = Upload(host);
+    Tensor tail = t.Rows(c.pos, c.capacity);
+    EXPECT_TRUE(FillBytes(ctx(), 0xFF, &tail).ok());
+    return t;
+  };
+  Tensor inv_freq;
+  if (c.rope) {
+    absl::StatusOr<Tensor> f = UploadRopeInvFreq(ctx(), table);
+    ASSERT_TRUE(f.ok()) << f.status();
+    inv_freq = *f;
+  }
+  const Tensor dpos = Upload(Tensor::FromI32(positions, {1}));
+  absl::StatusOr<Tensor> counters =
+      AllocateDevice(ctx(), DType::kI32, {c.heads});
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
+  DeviceAttentionArgs args;
+  args.positions = dpos.data<int32_t>();
+  args.num_heads = c.heads;
+  args.num_kv_heads = c.kv_heads;
+  args.head_dim = c.head_dim;
+  args.scale = scale;
+  args.counters = counters->data<int32_t>();
+
+  // Unfused: RopeWriteKv, then the decode attention.
+  Tensor q1 = Upload(q), k1 = Upload(k);
+  const Tensor dv = Upload(v);
+  Tensor kc1 = upload_poisoned(k_cache), vc1 = upload_poisoned(v_cache);
+  ASSERT_TRUE(RopeWriteKv(ctx(), inv_freq, dpos, c.heads, c.kv_heads,
+                          c.head_dim, &q1, &k1, dv, &kc1, &vc1)
+                  .ok());
+  Tensor out1 = PoisonedDevice(DType::kF32, {1, qd});
+  args.q = &q1;
+  args.k_cache = &kc1;
+  args.v_cache = &vc1;
+  args.out = &out1;
+  Tensor scratch =
+      PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+  ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+
+  // Fused, twice (the counters reset themselves).
+  const Tensor q2 = Upload(q), k2 = Upload(k);
+  Tensor kc2 = upload_poisoned(k_cache), vc2 = upload_poisoned(v_cache);
+  DecodeNewRow row;
+  row.inv_freq = &inv_freq;
+  row.k = &k2;
+  row.v = &dv;
+  row.k_cache = &kc2;
+  row.v_cache = &vc2;
+  args.q = &q2;
+  args.k_cache = &kc2;
+  args.v_cache = &vc2;
+  for (int run = 0; run < 2; ++run) {
+    Tensor out2 = PoisonedDevice(DType::kF32, {1, qd});
+    args.out = &out2;
+    const absl::Status st =
+        DecodeAttentionWithNewRow(ctx(), args, row, scratch.data<float>());
+    ASSERT_TRUE(st.ok()) << st;
+    const std::vector<float> fused = Download(out2);
+    const double err = testutil::RelativeError(fused, ref.ToF32Vector());
+    EXPECT_LT(err, 1e-5) << "run " << run << " " << SeedMessage();
+    EXPECT_EQ(fused, Download(out1)) << "run " << run;
+    if (run == 0) {
+      std::cout << "new row pos=" << c.pos << " heads=" << c.heads << "/"
+                << c.kv_heads << " d=" << c.head_dim << " rope=" << c.rope
+                << " err=" << err << "\n";
+    }
+  }
+  absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
+  ASSERT_TRUE(host.ok());
+  const int32_t* ints = host->data<int32_t>();
+  EXPECT_EQ(std::count(ints, ints + c.heads, 0), c.heads);
+  // The caches: row pos written as RopeWriteKv writes it, the rows before it
+  // untouched, the rows after it still poisoned.
+  const std::vector<float> kc2_host = Download(kc2), vc2_host = Download(vc2);
+  const size_t written = static_cast<size_t>((c.pos + 1) * kvd);
+  const auto prefix = [written](const std::vector<float>& x) {
+    return std::vector<float>(x.begin(), x.begin() + written);
+  };
+  EXPECT_EQ(prefix(kc2_host), prefix(Download(kc1)));
+  EXPECT_EQ(prefix(vc2_host), prefix(Download(vc1)));
+  EXPECT_LT(
+      testutil::RelativeError(
+          std::vector<float>(kc2_host.begin(), kc2_host.begin() + written),
+          std::vector<float>(kc_ref.data<float>(),
+                             kc_ref.data<float>() + written)),
+      1e-5);
+  EXPECT_EQ(
+      std::vector<float>(vc2_host.begin(), vc2_host.begin() + written),
+      std::vector<float>(vc_ref.data<float>(), vc_ref.data<float>() + written));
+  EXPECT_EQ(testutil::CountNonFinite(
+                std::vector<float>(kc2_host.begin() + written, kc2_host.end())),
+            static_cast<int64_t>(kc2_host.size() - written));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DecodeNewRowTest,
+    ::testing::Values(NewRowCase{300, 128, 32, 32, 128, true},  // Llama-2-7B
+                      NewRowCase{64, 0, 8, 2, 64, true},     // first token, GQA
+                      NewRowCase{200, 63, 8, 2, 128, true},  // chunk's end
+                      NewRowCase{200, 64, 4, 1, 128, true},  // chunk's start
+                      NewRowCase{100, 70, 12, 12, 64, false},  // OPT: no RoPE
+                      NewRowCase{60, 20, 4, 2, 40, true},      // padded dims
+                      NewRowCase{50, 33, 3, 1, 6, false},      // tiny heads
+                      NewRowCase{30, 5, 4, 1, 16, true},       // D = 32
+                      NewRowCase{40, 10, 2, 2, 256, true},     // widest
+                      NewRowCase{4500, 4200, 8, 2, 128, true}));  // long
+
+// Llama-2-7B decode attention (32 heads of 128, one row) at short and long
+// contexts, per chunk size and merge, each checked against the CPU
+// reference; prints the time per launch (run_on_gpu.sh's parity.log keeps
+// the lines). And the new-row kernel against RopeWriteKv + the attention.
+// NOTES.md records what these numbers chose.
+class DecodeTimingTest : public testutil::CudaTest {};
+
+TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
+  const int64_t heads = 32, hd = 128, width = heads * hd;
+  const std::vector<float> pattern = RandomValues(width * 257);
+  cudaEvent_t start, stop;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  for (const int64_t keys : {129, 1025, 4097, 16385}) {
+    const int64_t capacity = keys + 63;  // a prompt plus 64 decode steps
+    // Rows repeat every 257 (random values are slow to draw at this size).
+    std::vector<float> cache(capacity * width);
+    for (size_t i = 0; i < cache.size(); ++i) {
+      cache[i] = pattern[i % pattern.size()];
+    }
+    const Tensor k = Tensor::FromF32(cache, {capacity, width});
+    std::rotate(cache.begin(), cache.begin() + width, cache.end());
+    const Tensor v = Tensor::FromF32(cache, {capacity, width});
+    const Tensor q = RandomHost({1, width});
+    const std::vector<int32_t> positions = {static_cast<int32_t>(keys - 1)};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    Tensor ref = Tensor::Zeros(DType::kF32, {1, width});
+    AttentionArgs cpu_args;
+    cpu_args.q = &q;
+    cpu_args.k_cache = &k;
+    cpu_args.v_cache = &v;
+    cpu_args.num_keys = keys;
+    cpu_args.query_positions = positions;
+    cpu_args.num_heads = heads;
+    cpu_args.num_kv_heads = heads;
+    cpu_args.head_dim = hd;
+    cpu_args.scale = scale;
+    cpu_args.out = &ref;
+    cpu::Attention(cpu_args);
+
+    Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
+    const Tensor dpos = Upload(Tensor::FromI32(positions, {1}));
+    absl::StatusOr<Tensor> counters =
+        AllocateDevice(ctx(), DType::kI32, {heads});
+    ASSERT_TRUE(counters.ok());
+    ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
+    DeviceAttentionArgs args;
+    args.q = &dq;
+    args.k_cache = &dk;
+    args.v_cache = &dv;
+    args.positions = dpos.data<int32_t>();
+    args.num_heads = heads;
+    args.num_kv_heads = heads;
+    args.head_dim = hd;
+    args.scale = scale;
+    Tensor out = PoisonedDevice(DType::kF32, {1, width});
+    args.out = &out;
+    args.decode_chunk_keys = 16;
+    Tensor scratch =
+        PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+    // Microseconds per launch of `launch` over 50 back-to-back launches.
+    const auto time_us = [&](const auto& launch) {
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(launch().ok());
+      EXPECT_EQ(cudaEventRecord(start, ctx().stream()), cudaSuccess);
+      for (int i = 0; i < 50; ++i) EXPECT_TRUE(launch().ok());
+      EXPECT_EQ(cudaEventRecord(stop, ctx().stream()), cudaSuccess);
+      EXPECT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+      float ms = 0.f;
+      EXPECT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+      return 1000.0 * ms / 50;
+    };
+    for (const int64_t chunk : {16, 32, 64}) {
+      for (const bool in_kernel : {true, false}) {
+        args.decode_chunk_keys = chunk;
+        args.counters = in_kernel ? counters->data<int32_t>() : nullptr;
+        ASSERT_TRUE(FillBytes(ctx(), 0xFF, &out).ok());
+        const double us = time_us([&] {
+          return DecodeAttention(ctx(), args, scratch.data<float>());
+        });
+        const double err =
+            testutil::RelativeError(Download(out), ref.ToF32Vector());
+        EXPECT_LT(err, 1e-5) << "keys " << keys << " chunk " << chunk;
+        std::cout << "decode timing keys=" << keys << " chunk=" << chunk
+                  << " merge=" << (in_kernel ? "in-kernel" : "2nd-kernel")
+                  << " us=" << us << " err=" << err << "\n";
+      }
+    }
+    // The new row (the cache row it rewrites gets the same values each
+    // time) vs RopeWriteKv + the attention (which rotates q and k in place
+    // again each time: timing only).
+    RopeTable table;
+    table.head_dim = hd;
+    for (int64_t i = 0; i < hd / 2; ++i) {
+      table.inv_freq.push_back(
+          1.0 / std::pow(10000.0, static_cast<double>(2 * i) / hd));
+    }
+    absl::StatusOr<Tensor> inv_freq = UploadRopeInvFreq(ctx(), table);
+    ASSERT_TRUE(inv_freq.ok());
+    Tensor new_k = Upload(RandomHost({1, width}));
+    const Tensor new_v = Upload(RandomHost({1, width}));
+    DecodeNewRow row;
+    row.inv_freq = &*inv_freq;
+    row.k = &new_k;
+    row.v = &new_v;
+    row.k_cache = &dk;
+    row.v_cache = &dv;
+    args.counters = counters->data<int32_t>();
+    for (const int64_t chunk : {32, 64}) {
+      args.decode_chunk_keys = chunk;
+      const double fused_us = time_us([&] {
+        return DecodeAttentionWithNewRow(ctx(), args, row,
+                                         scratch.data<float>());
+      });
+      EXPECT_EQ(testutil::CountNonFinite(Download(out)), 0);
+      const double apart_us = time_us([&] {
+        absl::Status st = RopeWriteKv(ctx(), *inv_freq, dpos, heads, heads, hd,
+                                      &dq, &new_k, new_v, &dk, &dv);
+        if (!st.ok()) return st;
+        return DecodeAttention(ctx(), args, scratch.data<float>());
+      });
+      std::cout << "decode timing keys=" << keys << " chunk=" << chunk
+                << " new-row us=" << fused_us
+                << " rope-write-kv+attention us=" << apart_us << " err=-\n";
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 class AttentionErrorTest : public testutil::CudaTest {};

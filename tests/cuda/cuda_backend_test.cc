@@ -224,6 +224,40 @@ TEST_P(CudaBackendTest, GreedyGenerationMatchesCpuFor64Tokens) {
   EXPECT_EQ(gpu_tokens, cpu_tokens);
 }
 
+// Decode with RoPE and the KV-cache write inside the attention kernel
+// (RopeWriteKvAttention, the default) vs RopeWriteKv + Attention on a second
+// backend: the kernels give the same bits, so the logits agree to rounding
+// noise at most, over graph replays too.
+TEST_P(CudaBackendTest, FusedDecodeAttentionMatchesUnfused) {
+  Load(DType::kF32);
+  CudaBackendOptions options;
+  options.fused_decode_attention = false;
+  auto apart = CudaBackend::Create(options);
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  auto apart_weights = (*apart)->UploadWeights(model_->weights);
+  ASSERT_TRUE(apart_weights.ok()) << apart_weights.status();
+  AllUnits all;
+  const int64_t prompt = 20, steps = 12;
+  Session fused(model_->config, device_weights_, *cuda_, all, prompt + steps);
+  Session unfused(model_->config, *apart_weights, **apart, all, prompt + steps);
+  auto a = fused.Forward(Prompt(prompt), prompt - 1);
+  auto b = unfused.Forward(Prompt(prompt), prompt - 1);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  double worst = 0.0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const std::vector<int32_t> one = {Argmax(*b)};
+    a = fused.Forward(one, 0);
+    b = unfused.Forward(one, 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    worst = std::max(
+        worst, testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector()));
+  }
+  std::cout << GetParam() << " fused vs unfused decode attention: max rel "
+            << worst << "\n";
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_GE(cuda_->graph_stats().replays, 8);
+}
+
 // Two sessions on one backend: each switch invalidates the captured graph
 // (another KV cache), and the rerun must still give the right logits.
 TEST_P(CudaBackendTest, AlternatingSessionsRerunCorrectly) {

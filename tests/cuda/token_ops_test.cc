@@ -5,6 +5,7 @@
 #include "kernels/cuda/token_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
@@ -121,20 +122,47 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
   args.split_scratch = nullptr;
 
   if (c.rows <= 8) {
-    Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
-    args.out = &dec_out;
+    // Split-K decode, its grid sized by the listed keys: rows not listed
+    // hold NaN and must not be read. With the in-kernel merge (counters) too.
+    std::vector<float> k_live = k.ToF32Vector(), v_live = v.ToF32Vector();
+    std::vector<bool> listed(c.capacity, false);
+    for (int32_t key : keys) listed[key] = true;
+    const int64_t width = c.kv_heads * c.head_dim;
+    for (int64_t r = 0; r < c.capacity; ++r) {
+      if (listed[r]) continue;
+      std::fill_n(k_live.begin() + r * width, width, NAN);
+      std::fill_n(v_live.begin() + r * width, width, NAN);
+    }
+    const Tensor dk_live = Upload(Tensor::FromF32(k_live, k.shape()));
+    const Tensor dv_live = Upload(Tensor::FromF32(v_live, v.shape()));
+    args.k_cache = &dk_live;
+    args.v_cache = &dv_live;
     Tensor scratch =
         PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
-    ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
-    EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
-              1e-5)
-        << SeedMessage();
+    absl::StatusOr<Tensor> counters =
+        AllocateDevice(ctx(), DType::kI32, {DecodeAttentionCounters(args)});
+    ASSERT_TRUE(counters.ok()) << counters.status();
+    ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
+    for (bool merge_in_kernel : {false, true, true}) {
+      Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
+      args.out = &dec_out;
+      args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
+      ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+      EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
+                1e-5)
+          << "merge in kernel " << merge_in_kernel << " " << SeedMessage();
+    }
+    absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
+    ASSERT_TRUE(host.ok());
+    const int32_t* ints = host->data<int32_t>();
+    EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, KeyedAttentionTest,
     ::testing::Values(KeyedCase{300, 200, 1, 32, 32, 128},  // decode, MHA
+                      KeyedCase{4500, 700, 7, 8, 2, 128},   // revival step
                       KeyedCase{500, 137, 4, 8, 2, 64},     // few rows, GQA
                       KeyedCase{700, 400, 130, 8, 2, 128},  // prefill tail
                       KeyedCase{260, 100, 100, 4, 1, 64},   // every key a row
