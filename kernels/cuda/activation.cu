@@ -3,6 +3,7 @@
 // (expf/erff/tanhf are the accurate CUDA versions, within a few ulp).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -55,6 +56,24 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (int64_t i = 4 * n_vec + tid; i < n; i += stride)
     out[i] = op(in[i], out[i]);
+}
+
+// out[i] = round(up[i] * act(gate[i])) in T: the gated product straight into
+// the dtype a cuBLAS GEMM reads, with the same rounding as ConvertF32.
+template <Activation A, typename T>
+__global__ void __launch_bounds__(kThreads)
+    GatedRoundedKernel(const float* gate, const float* up, T* out, int64_t n) {
+  PdlWait();
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < n; i += stride) {
+    const float v = up[i] * Act<A>(gate[i]);
+    if constexpr (std::is_same_v<T, __half>) {
+      out[i] = __float2half_rn(v);
+    } else {
+      out[i] = __float2bfloat16_rn(v);
+    }
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -143,6 +162,56 @@ absl::Status GatedActivate(DeviceContext& ctx, Activation activation,
     case Activation::kGeluTanh:
       return LaunchElementwise(ctx, g, u, n, GatedOp<Activation::kGeluTanh>(),
                                "GeGLUTanh");
+  }
+  return absl::InvalidArgumentError("unknown activation");
+}
+
+namespace {
+
+template <Activation A>
+absl::Status LaunchGatedRounded(DeviceContext& ctx, const Tensor& gate,
+                                const Tensor& up, Tensor* out) {
+  const int64_t n = up.numel();
+  if (n == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(ctx.Activate());
+  if (out->dtype() == DType::kF16) {
+    LaunchKernel(ctx.programmatic_launch(), GatedRoundedKernel<A, __half>,
+                 dim3(GridFor(ctx, n)), dim3(kThreads), 0, ctx.stream(),
+                 gate.data<float>(), up.data<float>(), out->data<__half>(), n);
+  } else {
+    LaunchKernel(ctx.programmatic_launch(),
+                 GatedRoundedKernel<A, __nv_bfloat16>, dim3(GridFor(ctx, n)),
+                 dim3(kThreads), 0, ctx.stream(), gate.data<float>(),
+                 up.data<float>(), out->data<__nv_bfloat16>(), n);
+  }
+  return LastLaunchStatus("GatedActivateRounded");
+}
+
+}  // namespace
+
+absl::Status GatedActivateRounded(DeviceContext& ctx, Activation activation,
+                                  const Tensor& gate, const Tensor& up,
+                                  Tensor* out) {
+  RETURN_IF_ERROR(CheckF32(gate, "GatedActivateRounded gate"));
+  RETURN_IF_ERROR(CheckF32(up, "GatedActivateRounded up"));
+  RETURN_IF_ERROR(CheckOnDevice(*out, "GatedActivateRounded out"));
+  if (gate.numel() != up.numel() || out->numel() != up.numel() ||
+      (out->dtype() != DType::kF16 && out->dtype() != DType::kBF16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GatedActivateRounded wants f32 gate and up and an f16/bf16 out of "
+        "one size, got gate ",
+        gate.DebugString(), ", up ", up.DebugString(), ", out ",
+        out->DebugString()));
+  }
+  switch (activation) {
+    case Activation::kRelu:
+      return LaunchGatedRounded<Activation::kRelu>(ctx, gate, up, out);
+    case Activation::kSilu:
+      return LaunchGatedRounded<Activation::kSilu>(ctx, gate, up, out);
+    case Activation::kGelu:
+      return LaunchGatedRounded<Activation::kGelu>(ctx, gate, up, out);
+    case Activation::kGeluTanh:
+      return LaunchGatedRounded<Activation::kGeluTanh>(ctx, gate, up, out);
   }
   return absl::InvalidArgumentError("unknown activation");
 }

@@ -16,6 +16,11 @@ absl::Status Activate(DeviceContext& ctx, Activation activation, Tensor* x);
 // up = act(gate) * up (SwiGLU when act is SiLU); same element count.
 absl::Status GatedActivate(DeviceContext& ctx, Activation activation,
                            const Tensor& gate, Tensor* up);
+// out = round(act(gate) * up) in out's dtype (f16 or bf16): GatedActivate and
+// ConvertF32 in one pass, bit for bit, for a GEMM that reads out.
+absl::Status GatedActivateRounded(DeviceContext& ctx, Activation activation,
+                                  const Tensor& gate, const Tensor& up,
+                                  Tensor* out);
 // y[r, c] += bias[c]; y f32 [rows, cols], bias [cols] f32/f16/bf16.
 absl::Status AddBias(DeviceContext& ctx, const Tensor& bias, Tensor* y);
 // y += x (f32, same element count).

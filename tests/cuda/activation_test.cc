@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/graph_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -91,6 +92,37 @@ TEST_F(ActivationTest, GatedActivateMatchesCpu) {
   }
 }
 
+// The prefill MLP's one-pass product for the down GEMM must equal the two
+// passes it replaces (GatedActivate, then ConvertF32) bit for bit.
+TEST_F(ActivationTest, GatedActivateRoundedEqualsActivateThenConvert) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (Activation a : kAll) {
+      for (int64_t n : {1, 7, 3 * 11008 + 5}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " " << ActivationName(a)
+                     << " n=" << n << " " << SeedMessage());
+        const Tensor gate = Upload(RandomHost({n}, DType::kF32, 3.0f));
+        const Tensor up_host = RandomHost({n});
+        Tensor two_pass = Upload(up_host);
+        ASSERT_TRUE(GatedActivate(ctx(), a, gate, &two_pass).ok());
+        Tensor two_pass_rounded = PoisonedDevice(dtype, {n});
+        ASSERT_TRUE(ConvertF32(ctx(), two_pass, &two_pass_rounded).ok());
+        Tensor one_pass = PoisonedDevice(dtype, {n});
+        ASSERT_TRUE(
+            GatedActivateRounded(ctx(), a, gate, Upload(up_host), &one_pass)
+                .ok());
+        const std::vector<float> got = Download(one_pass);
+        const std::vector<float> want = Download(two_pass_rounded);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_FALSE(std::isnan(got[i])) << "element " << i;
+          ASSERT_EQ(got[i], want[i]) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(ActivationTest, AddBiasMatchesCpuLinearBias) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int64_t cols : {1, 5, 4096}) {
@@ -139,6 +171,15 @@ TEST_F(ActivationTest, RejectsBadOperands) {
   EXPECT_EQ(AddBias(ctx(), Upload(RandomHost({3})), &y).code(), kInvalid);
   Tensor host = RandomHost({8});
   EXPECT_EQ(Activate(ctx(), Activation::kRelu, &host).code(), kInvalid);
+  Tensor rounded = Upload(RandomHost({8}, DType::kF16));
+  EXPECT_EQ(GatedActivateRounded(ctx(), Activation::kSilu,
+                                 Upload(RandomHost({8})), up, &up)
+                .code(),
+            kInvalid);  // f32 out
+  EXPECT_EQ(GatedActivateRounded(ctx(), Activation::kSilu,
+                                 Upload(RandomHost({9})), up, &rounded)
+                .code(),
+            kInvalid);
 }
 
 }  // namespace
