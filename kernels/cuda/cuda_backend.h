@@ -33,6 +33,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_pool.h"
+#include "kernels/cuda/gemv.h"
 
 namespace dynsparse::cuda {
 
@@ -55,6 +56,12 @@ struct CudaBackendOptions {
   // launches fewer per decode layer. The
   // environment variable DYNSPARSE_CUDA_FUSE=0 turns it off (A/B timing).
   bool fused_ops = true;
+  // With fused_ops, dense decode without norm launches (Backend::
+  // FusesInputNorm): the q/k/v, up/gate and lm_head GEMVs apply the
+  // block's RMSNorm/LayerNorm while loading x, and the o-proj and down GEMVs
+  // add into the residual in their epilogue. DYNSPARSE_CUDA_FUSE_NORM=0
+  // restores the AddNorm route (A/B timing).
+  bool fuse_norm = true;
 };
 
 struct CudaGraphStats {
@@ -116,6 +123,21 @@ class CudaBackend : public Backend {
                 const Tensor& b_up, const Tensor& b_gate, Activation activation,
                 const Tensor& w_down, const Tensor& b_down, Tensor* up,
                 Tensor* gate, Tensor* y) override;
+  bool FusesInputNorm() const override {
+    return options_.fused_ops && options_.fuse_norm;
+  }
+  void NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                       absl::Span<const Tensor* const> w,
+                       absl::Span<const Tensor* const> b,
+                       std::optional<Activation> activation,
+                       absl::Span<Tensor* const> y) override;
+  void LinearAccumulate(const Tensor& x, const Tensor& w, const Tensor& bias,
+                        Tensor* residual) override;
+  void NormGatedMlp(Tensor* residual, const InputNorm& norm, const Tensor& w_up,
+                    const Tensor& w_gate, const Tensor& b_up,
+                    const Tensor& b_gate, Activation activation,
+                    const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                    Tensor* gate) override;
   absl::StatusOr<Tensor> Upload(const Tensor& host) override;
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
@@ -167,6 +189,16 @@ class CudaBackend : public Backend {
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
+  // The GemvNorm for `norm` of x over weight w (bias b): true when the norm
+  // can run inside the one-row GEMV over w; then *gemv_bias is the bias to pass
+  // (LayerNorm: its folded w beta + b). False: run the unfused default.
+  bool FusedNorm(const InputNorm& norm, const Tensor& x, const Tensor& w,
+                 const Tensor& b, GemvNorm* gemv_norm, Tensor* gemv_bias);
+  // True when x (one f32 row) and the weights, biases and outputs of a group
+  // are adjacent, so one GEMV covers them: *fw, *fb and *fy span them.
+  bool SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                 absl::Span<const Tensor* const> b, absl::Span<Tensor* const> y,
+                 Tensor* fw, Tensor* fb, Tensor* fy) const;
 
   enum class Mode { kEager, kCapture, kReplay };
   struct Staged {
@@ -217,6 +249,16 @@ class CudaBackend : public Backend {
   std::vector<PendingCopy> pending_;
 
   std::vector<std::pair<std::vector<double>, Tensor>> rope_tables_;
+  // LayerNorm folds (gemv.h FoldLayerNorm), made on first eager use.
+  struct FoldKey {
+    const void* w;
+    int64_t rows;
+    const void* gamma;
+    const void* beta;
+    const void* bias;
+    bool operator==(const FoldKey&) const = default;
+  };
+  std::vector<std::pair<FoldKey, LayerNormFold>> layer_norm_folds_;
   // Zeroed ints the decode attention kernel uses to merge its key chunks in
   // the same launch (attention.h); every launch leaves them zero.
   Tensor attention_counters_;
