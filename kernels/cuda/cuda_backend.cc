@@ -116,6 +116,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       fuse != nullptr && std::strcmp(fuse, "0") == 0) {
     opts.fuse_norm = false;
   }
+  if (const char* pairs = std::getenv("DYNSPARSE_CUDA_GATED_PAIRS");
+      pairs != nullptr && std::strcmp(pairs, "0") == 0) {
+    opts.gated_pairs = false;
+  }
   // A/B switches for token steps that revive rows (results/lazyllm).
   if (const char* split = std::getenv("DYNSPARSE_CUDA_SPLIT_ATTENTION");
       split != nullptr && std::strcmp(split, "0") == 0) {
@@ -174,6 +178,7 @@ std::string CudaBackend::name() const {
       ctx_->programmatic_launch() ? ", PDL" : "",
       options_.fused_ops ? "" : ", unfused",
       FusesInputNorm() || !options_.fused_ops ? "" : ", unfused norms",
+      options_.gated_pairs ? "" : ", no gated pairs",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
@@ -578,12 +583,19 @@ void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
       MixTensor(MixTensor(MixTensor(sig, gemv_norm.row_sums), w_down), b_down);
   sig = MixDouble(Mix(sig, static_cast<uint64_t>(activation)), norm.eps);
   if (!Op(sig)) return;
-  // One warp owns neuron j's up and gate rows and writes act(gate) * up
-  // into `up`, so the down GEMV reads one vector (gemv.h gated_pairs).
   GemvOptions options;
   options.norm = gemv_norm;
   options.activation = activation;
   options.activation_from_row = w_up.dim(0);
+  if (!options_.gated_pairs) {
+    Check(Gemv(*ctx_, *residual, fw, bias, &fy, options), "NormGatedMlp");
+    Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, residual,
+                    /*accumulate=*/true),
+          "NormGatedMlp");
+    return;
+  }
+  // One warp owns neuron j's up and gate rows and writes act(gate) * up
+  // into `up`, so the down GEMV reads one vector (gemv.h gated_pairs).
   options.gated_pairs = true;
   Check(Gemv(*ctx_, *residual, fw, bias, up, options), "NormGatedMlp");
   GemvOptions down;

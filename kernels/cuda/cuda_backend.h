@@ -62,6 +62,10 @@ struct CudaBackendOptions {
   // add into the residual in their epilogue. DYNSPARSE_CUDA_FUSE_NORM=0
   // restores the AddNorm route (A/B timing).
   bool fuse_norm = true;
+  // On that route the up/gate GEMV writes act(gate) * up (gemv.h
+  // gated_pairs) for the down GEMV. DYNSPARSE_CUDA_GATED_PAIRS=0 forms the
+  // product in the down GEMV's load instead (GatedGemv; A/B timing).
+  bool gated_pairs = true;
 };
 
 struct CudaGraphStats {
