@@ -73,6 +73,54 @@ void Backend::GatedMlp(const Tensor& h, const Tensor& w_up,
   Linear(*up, w_down, b_down, y);
 }
 
+namespace {
+
+Tensor NormInto(Backend& backend, const Tensor& x, const InputNorm& norm) {
+  Tensor normed = backend.Allocate(DType::kF32, x.shape());
+  if (norm.rms) {
+    backend.RmsNorm(x, *norm.weight, norm.eps, &normed);
+  } else {
+    backend.LayerNorm(x, *norm.weight, *norm.bias, norm.eps, &normed);
+  }
+  return normed;
+}
+
+}  // namespace
+
+void Backend::NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                              absl::Span<const Tensor* const> w,
+                              absl::Span<const Tensor* const> b,
+                              std::optional<Activation> activation,
+                              absl::Span<Tensor* const> y) {
+  const Tensor normed = NormInto(*this, x, norm);
+  if (!activation.has_value()) {
+    LinearGroup(normed, w, b, y);
+    return;
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    LinearActivate(normed, *w[i], *b[i], *activation, y[i]);
+  }
+}
+
+void Backend::LinearAccumulate(const Tensor& x, const Tensor& w,
+                               const Tensor& bias, Tensor* residual) {
+  Tensor out = Allocate(DType::kF32, residual->shape());
+  Linear(x, w, bias, &out);
+  AddInPlace(out, residual);
+}
+
+void Backend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
+                           const Tensor& w_up, const Tensor& w_gate,
+                           const Tensor& b_up, const Tensor& b_gate,
+                           Activation activation, const Tensor& w_down,
+                           const Tensor& b_down, Tensor* up, Tensor* gate) {
+  const Tensor normed = NormInto(*this, *residual, norm);
+  Tensor down = Allocate(DType::kF32, residual->shape());
+  GatedMlp(normed, w_up, w_gate, b_up, b_gate, activation, w_down, b_down, up,
+           gate, &down);
+  AddInPlace(down, residual);
+}
+
 void Backend::CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                        absl::Span<const int32_t> dst_rows, Tensor* dst) {
   DS_CHECK(src.device() == Device::kCpu && dst->device() == Device::kCpu);

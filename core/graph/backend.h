@@ -8,6 +8,7 @@
 #define DYNSPARSE_CORE_GRAPH_BACKEND_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,16 @@ struct LazyKvArgs {
   int64_t head_dim = 0;
   Tensor* k_cache = nullptr;  // [capacity, kv_dim]
   Tensor* v_cache = nullptr;
+};
+
+// A block's pre-norm, for the ops below that normalise their own input
+// (Backend::NormLinearGroup, NormGatedMlp): RmsNorm(x, weight) when `rms`,
+// else LayerNorm(x, weight, bias) (bias may be empty).
+struct InputNorm {
+  bool rms = true;
+  const Tensor* weight = nullptr;
+  const Tensor* bias = nullptr;
+  double eps = 0.0;
 };
 
 // What a backend says at the end of one Session::Forward step.
@@ -187,6 +198,33 @@ class Backend {
                         const Tensor& b_gate, Activation activation,
                         const Tensor& w_down, const Tensor& b_down, Tensor* up,
                         Tensor* gate, Tensor* y);
+
+  // --- The residual stream without norm launches (dense decode) ---
+  // Session takes these on its plain dense route (one row, every head and
+  // neuron) when FusesInputNorm() is true: the producing projection adds
+  // into the residual and the consuming projection normalises its input.
+  // The defaults are exactly the unfused sequence, so they compute what
+  // AddNorm's route computes.
+  virtual bool FusesInputNorm() const { return false; }
+  // y[i] = act(norm(x) * w[i]^T (+ b[i])) (act when `activation` is set).
+  // Default: the norm into a scratch tensor, then LinearGroup (or
+  // LinearActivate per weight).
+  virtual void NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                               absl::Span<const Tensor* const> w,
+                               absl::Span<const Tensor* const> b,
+                               std::optional<Activation> activation,
+                               absl::Span<Tensor* const> y);
+  // residual += x * w^T (+ bias). Default: Linear, then AddInPlace.
+  virtual void LinearAccumulate(const Tensor& x, const Tensor& w,
+                                const Tensor& bias, Tensor* residual);
+  // residual += GatedMlp(norm(residual)): the whole gated MLP block. up and
+  // gate are scratch as in GatedMlp. Default: the norm, GatedMlp into a
+  // scratch tensor, AddInPlace.
+  virtual void NormGatedMlp(Tensor* residual, const InputNorm& norm,
+                            const Tensor& w_up, const Tensor& w_gate,
+                            const Tensor& b_up, const Tensor& b_gate,
+                            Activation activation, const Tensor& w_down,
+                            const Tensor& b_down, Tensor* up, Tensor* gate);
   // Copies a host tensor (any dtype) to this backend's device, e.g. the
   // predictor weights a method brings. CPU: the tensor itself.
   virtual absl::StatusOr<Tensor> Upload(const Tensor& host);

@@ -125,6 +125,20 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
   const int64_t out_rows = n - first_logit_row;
   const int64_t first_row = x.dim(0) - out_rows;
   Tensor rows = x.Rows(first_row, x.dim(0));
+  if (pending.empty() && config_.final_norm && !config_.has_projection() &&
+      backend_.FusesInputNorm()) {
+    // The final norm inside the lm_head projection.
+    Tensor logits =
+        backend_.Allocate(DType::kF32, {out_rows, config_.vocab_size});
+    const Tensor* ws[] = {&weights_.lm_head};
+    const Tensor none;
+    const Tensor* bs[] = {&none};
+    Tensor* ys[] = {&logits};
+    backend_.NormLinearGroup(
+        rows, NormOf(weights_.final_norm_w, weights_.final_norm_b), ws, bs,
+        std::nullopt, ys);
+    return backend_.ToHost(logits);
+  }
   if (!pending.empty() && config_.final_norm) {
     Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
     backend_.AddNorm(pending.Rows(first_row, x.dim(0)), &rows,
@@ -211,6 +225,20 @@ void Session::EndBlock(const Tensor& out, const Tensor& norm_weight,
   *x = normed;
 }
 
+bool Session::PlainDenseRow(int64_t n) const {
+  return backend_.FusesInputNorm() && config_.pre_norm && n == 1 &&
+         tokens_ == nullptr && !method_.observes();
+}
+
+InputNorm Session::NormOf(const Tensor& weight, const Tensor& bias) const {
+  InputNorm norm;
+  norm.rms = config_.family != ModelFamily::kOpt;
+  norm.weight = &weight;
+  norm.bias = &bias;
+  norm.eps = config_.norm_eps;
+  return norm;
+}
+
 void Session::RunLayer(int64_t layer, Phase phase,
                        absl::Span<const int32_t> positions, Tensor* x,
                        Tensor* pending, bool rows_changed) {
@@ -225,9 +253,22 @@ void Session::Attention(int64_t layer, Phase phase,
                         Tensor* pending, bool rows_changed) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = x->dim(0);
-  const Tensor h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
+  // The plain dense route: with nothing pending x already holds the whole
+  // residual, so the method sees the same x whether the norm ran or not, and
+  // the norm can wait for the q/k/v projection. A block that keeps every
+  // head adds its output into x (pending stays empty), so the route resumes
+  // after a block that left it.
+  const bool plain = PlainDenseRow(n);
+  const bool defer_norm = plain && pending->empty();
+  Tensor h;
+  if (!defer_norm) h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
   UnitSelection heads;
   method_.SelectHeads({layer, phase, rows_changed}, *x, &heads);
+  const bool accumulate = plain && heads.all;
+  const bool fuse_norm = defer_norm && heads.all;
+  if (defer_norm && !fuse_norm) {
+    h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
+  }
   // Token pruning needs the dense attention below (live keys, the probe's
   // query); head sparsity then still applies to W_O (OutOfKept).
   if (sparse_.enabled() && !heads.all && !heads.oracle &&
@@ -254,7 +295,12 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor* ws[] = {&w.wq, &w.wk, &w.wv};
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
   Tensor* ys[] = {&q, &k, &v};
-  backend_.LinearGroup(h, ws, bs, ys);
+  if (fuse_norm) {
+    backend_.NormLinearGroup(*x, NormOf(w.attn_norm_w, w.attn_norm_b), ws, bs,
+                             std::nullopt, ys);
+  } else {
+    backend_.LinearGroup(h, ws, bs, ys);
+  }
 
   Tensor context = backend_.Allocate(DType::kF32, {n, qd});
   AttentionArgs args;
@@ -299,6 +345,10 @@ void Session::Attention(int64_t layer, Phase phase,
     backend_.MaskUnits(heads, config_.head_dim, &context);
   }
 
+  if (accumulate) {
+    backend_.LinearAccumulate(context, w.wo, w.bo, x);
+    return;
+  }
   Tensor out = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(context, w.wo, w.bo, &out);
   EndBlock(out, w.attn_norm_w, w.attn_norm_b, x, pending);
@@ -308,9 +358,19 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t n = x->dim(0);
   const int64_t inter = config_.intermediate_size;
-  const Tensor h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
+  // As in Attention; with something pending the MLP keeps AddNorm's route.
+  const bool plain = PlainDenseRow(n) && pending->empty();
+  Tensor h;
+  if (!plain) h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
+  if (plain) {
+    if (neurons.all && !sparse_.down_in_place(layer)) {
+      FusedNormMlp(w, x);
+      return;
+    }
+    h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
+  }
   const bool sparse = sparse_.enabled() && !neurons.all &&
                       n <= SparseBlocks::kMaxRows && !method_.observes();
   if (sparse && !neurons.oracle) {
@@ -371,6 +431,26 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   Tensor down = backend_.Allocate(DType::kF32, x->shape());
   backend_.Linear(up, w.w_down, w.b_down, &down);
   EndBlock(down, w.mlp_norm_w, w.mlp_norm_b, x, pending);
+}
+
+void Session::FusedNormMlp(const LayerWeights& w, Tensor* x) {
+  const int64_t inter = config_.intermediate_size;
+  const InputNorm norm = NormOf(w.mlp_norm_w, w.mlp_norm_b);
+  if (config_.gated_mlp) {
+    // Adjacent up and gate, as in Mlp, so a backend can run one GEMV.
+    Tensor both = backend_.Allocate(DType::kF32, {2 * inter});
+    Tensor up = both.Rows(0, inter).Reshape({1, inter});
+    Tensor gate = both.Rows(inter, 2 * inter).Reshape({1, inter});
+    backend_.NormGatedMlp(x, norm, w.w_up, w.w_gate, w.b_up, w.b_gate,
+                          config_.activation, w.w_down, w.b_down, &up, &gate);
+    return;
+  }
+  Tensor up = backend_.Allocate(DType::kF32, {1, inter});
+  const Tensor* ws[] = {&w.w_up};
+  const Tensor* bs[] = {&w.b_up};
+  Tensor* ys[] = {&up};
+  backend_.NormLinearGroup(*x, norm, ws, bs, config_.activation, ys);
+  backend_.LinearAccumulate(up, w.w_down, w.b_down, x);
 }
 
 void Session::ResolveOracle(const Tensor& x, int64_t unit_width,

@@ -73,6 +73,15 @@ class Session {
                     const Tensor& bias);
   void EndBlock(const Tensor& out, const Tensor& norm_weight,
                 const Tensor& norm_bias, Tensor* x, Tensor* pending);
+  // The plain dense route (Backend::FusesInputNorm): one row, a pre-norm
+  // model, no token pruning or observing method. A block that keeps every
+  // head (neuron) then adds its output into x itself and, when nothing is
+  // pending, hands its norm to the projection that reads it, so no norm or
+  // add runs alone.
+  bool PlainDenseRow(int64_t n) const;
+  InputNorm NormOf(const Tensor& weight, const Tensor& bias) const;
+  // The MLP block on the plain dense route: x += MLP(norm(x)).
+  void FusedNormMlp(const LayerWeights& w, Tensor* x);
   void Attention(int64_t layer, Phase phase,
                  absl::Span<const int32_t> positions, Tensor* x,
                  Tensor* pending, bool rows_changed);

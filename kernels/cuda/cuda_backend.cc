@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/activation.h"
@@ -43,6 +45,7 @@ enum OpCode : uint64_t {
   kOpAddNorm,
   kOpRopeWriteKv,
   kOpGatedMlp,
+  kOpGatedRounded,
   kOpLinearActivate,
   kOpStageIds,
   kOpTopK,
@@ -55,6 +58,9 @@ enum OpCode : uint64_t {
   kOpLazyKv,
   kOpRoundInput,
   kOpRopeWriteKvAttention,
+  kOpNormLinear,
+  kOpLinearAccumulate,
+  kOpNormGatedMlp,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -120,34 +126,33 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       DeviceContext::Create(options.device);
   if (!ctx.ok()) return ctx.status();
   CudaBackendOptions opts = options;
-  if (const char* fuse = std::getenv("DYNSPARSE_CUDA_FUSE");
-      fuse != nullptr && std::strcmp(fuse, "0") == 0) {
-    opts.fused_ops = false;
+  // A/B switches (docs/cuda.md): "0" turns a fusion or kernel off.
+  const std::pair<const char*, bool*> off_switches[] = {
+      {"DYNSPARSE_CUDA_FUSE", &opts.fused_ops},
+      {"DYNSPARSE_CUDA_FUSE_ATTENTION", &opts.fused_decode_attention},
+      {"DYNSPARSE_CUDA_FUSE_NORM", &opts.fuse_norm},
+      {"DYNSPARSE_CUDA_GATED_PAIRS", &opts.gated_pairs},
+      {"DYNSPARSE_CUDA_SPLIT_ATTENTION", &opts.split_prefill_attention},
+      {"DYNSPARSE_CUDA_FLASH_PREFILL", &opts.flash_prefill_attention},
+  };
+  for (const auto& [name, flag] : off_switches) {
+    if (const char* v = std::getenv(name);
+        v != nullptr && std::strcmp(v, "0") == 0) {
+      *flag = false;
+    }
   }
-  if (const char* fuse = std::getenv("DYNSPARSE_CUDA_FUSE_ATTENTION");
-      fuse != nullptr && std::strcmp(fuse, "0") == 0) {
-    opts.fused_decode_attention = false;
-  }
-  if (const char* keys = std::getenv("DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS");
-      keys != nullptr && std::atoll(keys) >= 0) {
-    opts.fused_decode_attention_max_keys = std::atoll(keys);
-  }
-  if (const char* chunk = std::getenv("DYNSPARSE_CUDA_DECODE_CHUNK");
-      chunk != nullptr && std::atoll(chunk) > 0) {
-    opts.decode_chunk_keys = std::atoll(chunk);
-  }
-  // A/B switches for token steps that revive rows (results/lazyllm).
-  if (const char* split = std::getenv("DYNSPARSE_CUDA_SPLIT_ATTENTION");
-      split != nullptr && std::strcmp(split, "0") == 0) {
-    opts.split_prefill_attention = false;
-  }
-  if (const char* flash = std::getenv("DYNSPARSE_CUDA_FLASH_PREFILL");
-      flash != nullptr && std::strcmp(flash, "0") == 0) {
-    opts.flash_prefill_attention = false;
-  }
-  if (const char* rows = std::getenv("DYNSPARSE_CUDA_TC_ATTENTION_ROWS");
-      rows != nullptr && std::atoll(rows) > 0) {
-    opts.tensor_core_attention_rows = std::atoll(rows);
+  // Sizes: {name, field, smallest accepted value}.
+  const std::tuple<const char*, int64_t*, int64_t> size_switches[] = {
+      {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS",
+       &opts.fused_decode_attention_max_keys, 0},
+      {"DYNSPARSE_CUDA_DECODE_CHUNK", &opts.decode_chunk_keys, 1},
+      {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS", &opts.tensor_core_attention_rows, 1},
+  };
+  for (const auto& [name, field, min] : size_switches) {
+    if (const char* v = std::getenv(name);
+        v != nullptr && std::atoll(v) >= min) {
+      *field = std::atoll(v);
+    }
   }
   std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(*ctx), opts));
   if (absl::Status s = backend->Init(); !s.ok()) return s;
@@ -192,15 +197,18 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::name() const {
-  return absl::StrCat("cuda (", ctx_->info().DebugString(),
-                      options_.cuda_graphs ? ", CUDA graphs" : "",
-                      ctx_->programmatic_launch() ? ", PDL" : "",
-                      options_.fused_ops ? "" : ", unfused",
-                      FlashPrefillName(options_.flash_prefill_attention),
-                      options_.fused_ops && !options_.fused_decode_attention
-                          ? ", unfused attention"
-                          : "",
-                      ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
+  return absl::StrCat(
+      "cuda (", ctx_->info().DebugString(),
+      options_.cuda_graphs ? ", CUDA graphs" : "",
+      ctx_->programmatic_launch() ? ", PDL" : "",
+      options_.fused_ops ? "" : ", unfused",
+      FusesInputNorm() || !options_.fused_ops ? "" : ", unfused norms",
+      options_.gated_pairs ? "" : ", no gated pairs",
+      FlashPrefillName(options_.flash_prefill_attention),
+      options_.fused_ops && !options_.fused_decode_attention
+          ? ", unfused attention"
+          : "",
+      ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {
@@ -452,14 +460,11 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
   Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y), "Linear");
 }
 
-void CudaBackend::LinearGroup(const Tensor& x,
-                              absl::Span<const Tensor* const> w,
-                              absl::Span<const Tensor* const> b,
-                              absl::Span<Tensor* const> y) {
-  // One GEMV over the concatenated weights when a single row's outputs are
-  // adjacent too (Session allocates them so) and the weights were uploaded
-  // back to back (UploadWeights, DeviceRandomWeights).
-  bool fuse = x.rank() == 2 && x.dim(0) == 1 && w.size() > 1 && Adjacent(w) &&
+bool CudaBackend::SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                            absl::Span<const Tensor* const> b,
+                            absl::Span<Tensor* const> y, Tensor* fw, Tensor* fb,
+                            Tensor* fy) const {
+  bool fuse = x.rank() == 2 && x.dim(0) == 1 && !w.empty() && Adjacent(w) &&
               Adjacent(y);
   bool any_bias = false, all_bias = true;
   for (const Tensor* t : b) {
@@ -474,13 +479,25 @@ void CudaBackend::LinearGroup(const Tensor& x,
            y[i]->dtype() == DType::kF32;
     out += w[i]->dim(0);
   }
-  if (!fuse) {
+  if (!fuse) return false;
+  *fw = SpanOf(*w[0], w[0]->dtype(), {out, x.dim(1)});
+  *fb = any_bias ? SpanOf(*b[0], b[0]->dtype(), {out}) : Tensor();
+  *fy = SpanOf(*y[0], DType::kF32, {1, out});
+  return true;
+}
+
+void CudaBackend::LinearGroup(const Tensor& x,
+                              absl::Span<const Tensor* const> w,
+                              absl::Span<const Tensor* const> b,
+                              absl::Span<Tensor* const> y) {
+  // One GEMV over the concatenated weights when a single row's outputs are
+  // adjacent too (Session allocates them so) and the weights were uploaded
+  // back to back (UploadWeights, DeviceRandomWeights).
+  Tensor fw, fb, fy;
+  if (w.size() < 2 || !SpanGroup(x, w, b, y, &fw, &fb, &fy)) {
     LinearGroupRounded(x, w, b, y);
     return;
   }
-  const Tensor fw = SpanOf(*w[0], w[0]->dtype(), {out, x.dim(1)});
-  const Tensor fb = any_bias ? SpanOf(*b[0], b[0]->dtype(), {out}) : Tensor();
-  Tensor fy = SpanOf(*y[0], DType::kF32, {1, out});
   Linear(x, fw, fb, &fy);
 }
 
@@ -504,6 +521,137 @@ void CudaBackend::LinearGroupRounded(const Tensor& x,
     Check(ConvertF32(*ctx_, x, &rounded), "LinearGroup");
   }
   for (size_t i = 0; i < w.size(); ++i) Linear(rounded, *w[i], *b[i], y[i]);
+}
+
+bool CudaBackend::FusedNorm(const InputNorm& norm, const Tensor& x,
+                            const Tensor& w, const Tensor& b,
+                            GemvNorm* gemv_norm, Tensor* gemv_bias) {
+  const Tensor& gamma = *norm.weight;
+  // The one-row CUDA-core GEMV's conditions (gemv.h PlanGemv).
+  if (!FusesInputNorm() || gamma.empty() || gamma.dtype() != w.dtype() ||
+      reinterpret_cast<uintptr_t>(x.raw_data()) % 16 != 0 ||
+      (w.dtype() != DType::kF16 && w.dtype() != DType::kBF16) ||
+      gamma.numel() != w.dim(1) || w.dim(1) % 8 != 0 ||
+      reinterpret_cast<uintptr_t>(gamma.raw_data()) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(w.raw_data()) % 16 != 0) {
+    return false;
+  }
+  gemv_norm->weight = gamma;
+  gemv_norm->eps = norm.eps;
+  *gemv_bias = b;
+  if (norm.rms) return true;
+  const Tensor& beta = *norm.bias;
+  const FoldKey key{w.raw_data(), w.dim(0), gamma.raw_data(),
+                    beta.empty() ? nullptr : beta.raw_data(),
+                    b.empty() ? nullptr : b.raw_data()};
+  for (const auto& [k, fold] : layer_norm_folds_) {
+    if (k == key) {
+      gemv_norm->row_sums = fold.row_sums;
+      *gemv_bias = fold.bias;
+      return true;
+    }
+  }
+  // Folding copies and synchronizes, which a capture cannot contain (the
+  // first decode step is eager, so a replay never gets here).
+  if (mode_ != Mode::kEager) return false;
+  absl::StatusOr<LayerNormFold> fold = FoldLayerNorm(*ctx_, w, gamma, beta, b);
+  Check(fold.status(), "FoldLayerNorm");
+  layer_norm_folds_.emplace_back(key, *fold);
+  gemv_norm->row_sums = fold->row_sums;
+  *gemv_bias = fold->bias;
+  return true;
+}
+
+void CudaBackend::NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                                  absl::Span<const Tensor* const> w,
+                                  absl::Span<const Tensor* const> b,
+                                  std::optional<Activation> activation,
+                                  absl::Span<Tensor* const> y) {
+  Tensor fw, fb, fy, bias;
+  GemvNorm gemv_norm;
+  if (!SpanGroup(x, w, b, y, &fw, &fb, &fy) ||
+      !FusedNorm(norm, x, fw, fb, &gemv_norm, &bias)) {
+    Backend::NormLinearGroup(x, norm, w, b, activation, y);
+    return;
+  }
+  CheckNotTransposedInPlace(fw, "NormLinearGroup");
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpNormLinear, x), fw), bias);
+  sig = MixTensor(MixTensor(MixTensor(sig, fy), gemv_norm.weight),
+                  gemv_norm.row_sums);
+  sig = MixDouble(sig, norm.eps);
+  if (!Op(Mix(sig, activation.has_value()
+                       ? static_cast<uint64_t>(*activation) + 1
+                       : 0))) {
+    return;
+  }
+  GemvOptions options;
+  options.norm = gemv_norm;
+  options.activation = activation;
+  Check(Gemv(*ctx_, x, fw, bias, &fy, options), "NormLinearGroup");
+}
+
+void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
+                                   const Tensor& bias, Tensor* residual) {
+  if (!FusesInputNorm() || x.rank() != 2 || x.dim(0) > kGemvMaxBatch) {
+    Backend::LinearAccumulate(x, w, bias, residual);
+    return;
+  }
+  CheckNotTransposedInPlace(w, "LinearAccumulate");
+  uint64_t sig = MixTensor(MixTensor(kOpLinearAccumulate, x), w);
+  if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
+  GemvOptions options;
+  options.accumulate = true;
+  Check(Gemv(*ctx_, x, w, bias, residual, options), "LinearAccumulate");
+}
+
+void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
+                               const Tensor& w_up, const Tensor& w_gate,
+                               const Tensor& b_up, const Tensor& b_gate,
+                               Activation activation, const Tensor& w_down,
+                               const Tensor& b_down, Tensor* up, Tensor* gate) {
+  // As GatedMlp, with the norm in the up/gate GEMV's load and the residual
+  // add in the down GEMV's epilogue: two launches for the whole block.
+  // up, gate and w_down as GatedGemv wants them (one aligned row, f16/bf16).
+  const Tensor* ws[] = {&w_up, &w_gate};
+  const Tensor* bs[] = {&b_up, &b_gate};
+  Tensor* ys[] = {up, gate};
+  Tensor fw, fb, fy, bias;
+  GemvNorm gemv_norm;
+  const bool fuse = w_up.rank() == 2 && w_up.shape() == w_gate.shape() &&
+                    up->shape() == gate->shape() &&
+                    SpanGroup(*residual, ws, bs, ys, &fw, &fb, &fy) &&
+                    GatedGemvSupported(*gate, *up, w_down) &&
+                    FusedNorm(norm, *residual, fw, fb, &gemv_norm, &bias);
+  if (!fuse) {
+    Backend::NormGatedMlp(residual, norm, w_up, w_gate, b_up, b_gate,
+                          activation, w_down, b_down, up, gate);
+    return;
+  }
+  CheckNotTransposedInPlace(w_down, "NormGatedMlp");
+  uint64_t sig = MixTensor(MixTensor(kOpNormGatedMlp, *residual), fw);
+  sig = MixTensor(MixTensor(MixTensor(sig, bias), fy), gemv_norm.weight);
+  sig =
+      MixTensor(MixTensor(MixTensor(sig, gemv_norm.row_sums), w_down), b_down);
+  sig = MixDouble(Mix(sig, static_cast<uint64_t>(activation)), norm.eps);
+  if (!Op(sig)) return;
+  GemvOptions options;
+  options.norm = gemv_norm;
+  options.activation = activation;
+  options.activation_from_row = w_up.dim(0);
+  if (!options_.gated_pairs) {
+    Check(Gemv(*ctx_, *residual, fw, bias, &fy, options), "NormGatedMlp");
+    Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, residual,
+                    /*accumulate=*/true),
+          "NormGatedMlp");
+    return;
+  }
+  // One warp owns neuron j's up and gate rows and writes act(gate) * up
+  // into `up`, so the down GEMV reads one vector (gemv.h gated_pairs).
+  options.gated_pairs = true;
+  Check(Gemv(*ctx_, *residual, fw, bias, up, options), "NormGatedMlp");
+  GemvOptions down;
+  down.accumulate = true;
+  Check(Gemv(*ctx_, *up, w_down, b_down, residual, down), "NormGatedMlp");
 }
 
 void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
@@ -753,6 +901,11 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
     fuse = !b_up.empty() && !b_gate.empty() && Adjacent(bs);
   }
   if (!fuse) {
+    if (options_.fused_ops && RoundsInputForLinear(*up, w_down)) {
+      GatedMlpRounded(h, w_up, w_gate, b_up, b_gate, activation, w_down, b_down,
+                      up, gate, y);
+      return;
+    }
     Backend::GatedMlp(h, w_up, w_gate, b_up, b_gate, activation, w_down, b_down,
                       up, gate, y);
     return;
@@ -772,6 +925,27 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
   Check(Gemv(*ctx_, h, fw, fb, &fy, options), "GatedMlp");
   Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, y),
         "GatedMlp");
+}
+
+void CudaBackend::GatedMlpRounded(const Tensor& h, const Tensor& w_up,
+                                  const Tensor& w_gate, const Tensor& b_up,
+                                  const Tensor& b_gate, Activation activation,
+                                  const Tensor& w_down, const Tensor& b_down,
+                                  Tensor* up, Tensor* gate, Tensor* y) {
+  const Tensor* ws[] = {&w_up, &w_gate};
+  const Tensor* bs[] = {&b_up, &b_gate};
+  Tensor* ys[] = {up, gate};
+  LinearGroup(h, ws, bs, ys);
+  // The product goes straight into the dtype cuBLAS reads: one pass instead
+  // of GatedActivate + the down GEMM's rounding copy, same bits.
+  Tensor product = Allocate(w_down.dtype(), up->shape());
+  if (Op(Mix(
+          MixTensor(MixTensor(MixTensor(kOpGatedRounded, *gate), *up), product),
+          static_cast<uint64_t>(activation)))) {
+    Check(GatedActivateRounded(*ctx_, activation, *gate, *up, &product),
+          "GatedMlp");
+  }
+  Linear(product, w_down, b_down, y);
 }
 
 absl::StatusOr<Tensor> CudaBackend::Upload(const Tensor& host) {

@@ -33,6 +33,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_pool.h"
+#include "kernels/cuda/gemv.h"
 
 namespace dynsparse::cuda {
 
@@ -73,6 +74,16 @@ struct CudaBackendOptions {
   // Keys per block of the split-K decode attention (16, 32 or 64; head_dim
   // 128 only, attention.h). DYNSPARSE_CUDA_DECODE_CHUNK=N overrides it.
   int64_t decode_chunk_keys = 64;
+  // With fused_ops, dense decode without norm launches (Backend::
+  // FusesInputNorm): the q/k/v, up/gate and lm_head GEMVs apply the
+  // block's RMSNorm/LayerNorm while loading x, and the o-proj and down GEMVs
+  // add into the residual in their epilogue. DYNSPARSE_CUDA_FUSE_NORM=0
+  // restores the AddNorm route (A/B timing).
+  bool fuse_norm = true;
+  // On that route the up/gate GEMV writes act(gate) * up (gemv.h
+  // gated_pairs) for the down GEMV. DYNSPARSE_CUDA_GATED_PAIRS=0 forms the
+  // product in the down GEMV's load instead (GatedGemv; A/B timing).
+  bool gated_pairs = true;
 };
 
 struct CudaGraphStats {
@@ -137,6 +148,21 @@ class CudaBackend : public Backend {
                 const Tensor& b_up, const Tensor& b_gate, Activation activation,
                 const Tensor& w_down, const Tensor& b_down, Tensor* up,
                 Tensor* gate, Tensor* y) override;
+  bool FusesInputNorm() const override {
+    return options_.fused_ops && options_.fuse_norm;
+  }
+  void NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                       absl::Span<const Tensor* const> w,
+                       absl::Span<const Tensor* const> b,
+                       std::optional<Activation> activation,
+                       absl::Span<Tensor* const> y) override;
+  void LinearAccumulate(const Tensor& x, const Tensor& w, const Tensor& bias,
+                        Tensor* residual) override;
+  void NormGatedMlp(Tensor* residual, const InputNorm& norm, const Tensor& w_up,
+                    const Tensor& w_gate, const Tensor& b_up,
+                    const Tensor& b_gate, Activation activation,
+                    const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                    Tensor* gate) override;
   absl::StatusOr<Tensor> Upload(const Tensor& host) override;
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
@@ -185,6 +211,13 @@ class CudaBackend : public Backend {
   DeviceAttentionArgs DeviceArgs(const AttentionArgs& args, uint64_t* sig);
   // LinearGroup without the fused GEMV: one cuBLAS GEMM per weight, all of
   // them from one rounded copy of x when they round it alike.
+  // GatedMlp of a prefill: cuBLAS for up/gate (one rounded input), the
+  // gated product written rounded, cuBLAS for down.
+  void GatedMlpRounded(const Tensor& h, const Tensor& w_up,
+                       const Tensor& w_gate, const Tensor& b_up,
+                       const Tensor& b_gate, Activation activation,
+                       const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                       Tensor* gate, Tensor* y);
   void LinearGroupRounded(const Tensor& x, absl::Span<const Tensor* const> w,
                           absl::Span<const Tensor* const> b,
                           absl::Span<Tensor* const> y);
@@ -195,6 +228,16 @@ class CudaBackend : public Backend {
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
+  // The GemvNorm for `norm` of x over weight w (bias b): true when the norm
+  // can run inside the one-row GEMV over w; then *gemv_bias is the bias to pass
+  // (LayerNorm: its folded w beta + b). False: run the unfused default.
+  bool FusedNorm(const InputNorm& norm, const Tensor& x, const Tensor& w,
+                 const Tensor& b, GemvNorm* gemv_norm, Tensor* gemv_bias);
+  // True when x (one f32 row) and the weights, biases and outputs of a group
+  // are adjacent, so one GEMV covers them: *fw, *fb and *fy span them.
+  bool SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                 absl::Span<const Tensor* const> b, absl::Span<Tensor* const> y,
+                 Tensor* fw, Tensor* fb, Tensor* fy) const;
 
   enum class Mode { kEager, kCapture, kReplay };
   struct Staged {
@@ -245,6 +288,16 @@ class CudaBackend : public Backend {
   std::vector<PendingCopy> pending_;
 
   std::vector<std::pair<std::vector<double>, Tensor>> rope_tables_;
+  // LayerNorm folds (gemv.h FoldLayerNorm), made on first eager use.
+  struct FoldKey {
+    const void* w;
+    int64_t rows;
+    const void* gamma;
+    const void* beta;
+    const void* bias;
+    bool operator==(const FoldKey&) const = default;
+  };
+  std::vector<std::pair<FoldKey, LayerNormFold>> layer_norm_folds_;
   // Zeroed ints the decode attention kernel uses to merge its key chunks in
   // the same launch (attention.h); every launch leaves them zero.
   Tensor attention_counters_;

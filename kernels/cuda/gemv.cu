@@ -79,8 +79,15 @@ struct GemvArgs {
   const void* bias;
   FloatKind bias_kind;
   float* y;
-  float* partial;        // [k_splits, batch, out] when k_splits > 1.
-  const float* gate;     // GatedGemv only: x is read as act(gate) * x.
+  float* partial;     // [k_splits, batch, out] when k_splits > 1.
+  const float* gate;  // GatedGemv only: x is read as act(gate) * x.
+  // Fused pre-norm of x (NormInput): gamma (w's dtype), LayerNorm's row sums
+  // c[o] = sum_k w[o, k] gamma[k] (null for RMSNorm) and eps.
+  const void* norm_weight;
+  const float* norm_row_sums;
+  float norm_eps;
+  bool layer_norm;
+  bool accumulate;       // y += result (the residual add in the epilogue).
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
@@ -128,10 +135,30 @@ __device__ __forceinline__ void Unpack8<__half>(const uint4& v, float (&f)[8]) {
   }
 }
 
+// Statistics of x that a fused pre-norm needs: sum and sum of squares over
+// all of K (NormInput accumulates them; zero otherwise).
+struct XStats {
+  float sum = 0.0f;
+  float sq = 0.0f;
+};
+
 // y's final value: act(sum + bias), as Linear followed by Activate computes
 // it (the activation folded into the epilogue saves OPT's ReLU launch).
+// With a fused norm `sum` is w . (gamma * x): RMSNorm scales it by
+// 1 / rms(x); LayerNorm subtracts mean * c[row] first (the bias is then
+// LayerNorm's W beta + b, computed at upload).
 __device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
-                                        float sum) {
+                                        float sum, XStats stats = {}) {
+  if (a.norm_weight != nullptr) {
+    const float inv_n = 1.0f / static_cast<float>(a.in);
+    const float mean = a.layer_norm ? stats.sum * inv_n : 0.0f;
+    const float var = fmaxf(stats.sq * inv_n - mean * mean, 0.0f);
+    const float inv = 1.0f / sqrtf(var + a.norm_eps);
+    if (a.norm_row_sums != nullptr) {
+      sum = fmaf(-mean, a.norm_row_sums[row], sum);
+    }
+    sum *= inv;
+  }
   const float v = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
   if (row < a.act_from_row) return v;
   switch (a.act) {
@@ -151,9 +178,12 @@ __device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
 // Writes one finished dot product: to y (+ bias) or, when K is split across
 // blocks, to this split's slice of the partials.
 __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
-                                            int64_t row, float sum) {
+                                            int64_t row, float sum,
+                                            XStats stats = {}) {
   if (gridDim.y == 1) {
-    a.y[b * a.out + row] = Finish(a, row, sum);
+    float* y = a.y + b * a.out + row;
+    const float v = Finish(a, row, sum, stats);
+    *y = a.accumulate ? *y + v : v;
   } else {
     a.partial[(static_cast<int64_t>(blockIdx.y) * batch + b) * a.out + row] =
         sum;
@@ -165,14 +195,15 @@ __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
 // the intermediate vector needs no separate elementwise pass. The product is
 // one rounded f32 multiply, as in activation.cu's GatedOp.
 struct PlainInput {
-  __device__ static void Apply(const GemvArgs&, int64_t, float4&, float4&) {}
+  __device__ static void Apply(const GemvArgs&, int64_t, float4&, float4&,
+                               XStats&) {}
 };
 // x * gate, for a gate that already holds act(gate) (GatedMlp: the up/gate
 // GEMV applied the activation in its epilogue, once per element, so this
 // load costs one multiply instead of an exp and a division per block).
 struct ProductInput {
   __device__ static void Apply(const GemvArgs& a, int64_t f4, float4& xa,
-                               float4& xb) {
+                               float4& xb, XStats&) {
     const float4* g4 = reinterpret_cast<const float4*>(a.gate);
     const float4 ga = __ldg(g4 + f4);
     const float4 gb = __ldg(g4 + f4 + 1);
@@ -189,7 +220,7 @@ struct ProductInput {
 template <Activation A>
 struct GatedInput {
   __device__ static void Apply(const GemvArgs& a, int64_t f4, float4& xa,
-                               float4& xb) {
+                               float4& xb, XStats&) {
     const float4* g4 = reinterpret_cast<const float4*>(a.gate);
     const float4 ga = __ldg(g4 + f4);
     const float4 gb = __ldg(g4 + f4 + 1);
@@ -204,9 +235,48 @@ struct GatedInput {
   }
 };
 
+// A block's pre-norm folded into the load of x (one row): x * gamma feeds the
+// dot products and the raw x the statistics. A row group's warps together
+// read all of K once, so each group ends with the sum and the sum of squares
+// of the whole row and the norm needs no launch of its own.
+template <typename T>
+struct NormInput {
+  __device__ static void Apply(const GemvArgs& a, int64_t f4, float4& xa,
+                               float4& xb, XStats& stats) {
+    float g[8];
+    Unpack8<T>(__ldg(static_cast<const uint4*>(a.norm_weight) + f4 / 2), g);
+    One(g[0], xa.x, stats);
+    One(g[1], xa.y, stats);
+    One(g[2], xa.z, stats);
+    One(g[3], xa.w, stats);
+    One(g[4], xb.x, stats);
+    One(g[5], xb.y, stats);
+    One(g[6], xb.z, stats);
+    One(g[7], xb.w, stats);
+  }
+  __device__ static void One(float g, float& v, XStats& stats) {
+    stats.sum += v;
+    stats.sq = fmaf(v, v, stats.sq);
+    v *= g;
+  }
+};
+
+// The gated MLP's up/gate GEMV in pairs (GemvOptions::gated_pairs): w is
+// [w_up; w_gate] (2n rows), a warp's two rows are neuron j of each half, and
+// y[j] = (up_j + b) * act(gate_j + b), the product GatedActivate forms, so
+// the down GEMV reads one vector instead of forming it in every block.
+__device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
+                                          float up_sum, float gate_sum,
+                                          XStats stats) {
+  const int64_t half = a.out / 2;  // act_from_row == half: gate rows only.
+  a.y[j] = __fmul_rn(Finish(a, half + j, gate_sum, stats),
+                     Finish(a, j, up_sum, stats));
+}
+
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
-// A row group is kRows consecutive rows; blockIdx.y selects the K split.
-template <typename T, int B, typename XIn = PlainInput>
+// A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
+// blockIdx.y selects the K split.
+template <typename T, int B, typename XIn = PlainInput, bool kPairs = false>
 __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
   // written during a forward step, so with programmatic dependent launch
@@ -217,6 +287,8 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
   constexpr int R = GemvTile<B>::kRows;
   constexpr int U = GemvTile<B>::kUnroll;
   __shared__ float partial_sums[kWarps][R * B];
+  __shared__ XStats partial_stats[kWarps];
+  XStats stats;
 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -224,8 +296,11 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
   const int wk = warp % wpr;
   const int wr = warp / wpr;
   const int groups_per_block = kWarps / wpr;
-  const int64_t row0 =
-      (static_cast<int64_t>(blockIdx.x) * groups_per_block + wr) * R;
+  static_assert(!kPairs || (B == 1 && R == 2), "pairs: one row, two rows/warp");
+  const int64_t group_id =
+      static_cast<int64_t>(blockIdx.x) * groups_per_block + wr;
+  const int64_t row0 = kPairs ? group_id : group_id * R;
+  const int64_t live_rows = kPairs ? a.out / 2 : a.out;
   const int64_t chunks = a.in / kVec;
   const int64_t chunk_begin = blockIdx.y * a.chunks_per_split;
   const int64_t chunk_end = min(chunks, chunk_begin + a.chunks_per_split);
@@ -237,12 +312,13 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
     for (int b = 0; b < B; ++b) acc[r][b] = 0.0f;
   }
 
-  if (row0 < a.out) {
+  if (row0 < live_rows) {
     const uint4* w_rows[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       // Rows past the end re-read the last row; their results are dropped.
-      const int64_t row = min(row0 + r, a.out - 1);
+      const int64_t row =
+          kPairs ? r * live_rows + row0 : min(row0 + r, a.out - 1);
       w_rows[r] = static_cast<const uint4*>(a.w) + row * chunks;
     }
     const float4* x4 = reinterpret_cast<const float4*>(a.x);
@@ -276,7 +352,7 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
           for (int b = 0; b < B; ++b) {
             float4 xa = __ldg(x4 + b * x4_row + 2 * c);
             float4 xb = __ldg(x4 + b * x4_row + 2 * c + 1);
-            XIn::Apply(a, b * x4_row + 2 * c, xa, xb);
+            XIn::Apply(a, b * x4_row + 2 * c, xa, xb, stats);
             const float xv[8] = {xa.x, xa.y, xa.z, xa.w,
                                  xb.x, xb.y, xb.z, xb.w};
 #pragma unroll
@@ -298,16 +374,25 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
 #pragma unroll
     for (int b = 0; b < B; ++b) acc[r][b] = WarpSum(acc[r][b]);
   }
+  if (a.norm_weight != nullptr) {
+    stats.sum = WarpSum(stats.sum);
+    stats.sq = WarpSum(stats.sq);
+  }
 
   if (wpr == 1) {
-    if (row0 >= a.out) return;
-      // Lane i stores value i (R * B <= 32), so the stores go out in parallel.
+    if (row0 >= live_rows) return;
+    if constexpr (kPairs) {
+      if (lane == 0) StorePair(a, row0, acc[0][0], acc[1][0], stats);
+    } else {
+      // Lane i stores value i (R * B <= 32), so the stores go out in
+      // parallel.
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {
 #pragma unroll
-      for (int b = 0; b < B; ++b) {
-        if (lane == r * B + b && row0 + r < a.out) {
-          StoreResult(a, B, b, row0 + r, acc[r][b]);
+        for (int b = 0; b < B; ++b) {
+          if (lane == r * B + b && row0 + r < a.out) {
+            StoreResult(a, B, b, row0 + r, acc[r][b], stats);
+          }
         }
       }
     }
@@ -322,16 +407,38 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
       if (lane == r * B + b) partial_sums[warp][r * B + b] = acc[r][b];
     }
   }
+  if (lane == 0) partial_stats[warp] = stats;
   __syncthreads();
-  for (int t = threadIdx.x; t < groups_per_block * R * B; t += kThreads) {
-    const int group = t / (R * B);
-    const int i = t % (R * B);
-    float sum = 0.0f;
-    for (int k = 0; k < wpr; ++k) sum += partial_sums[group * wpr + k][i];
-    const int64_t row =
-        (static_cast<int64_t>(blockIdx.x) * groups_per_block + group) * R +
-        i / B;
-    if (row < a.out) StoreResult(a, B, i % B, row, sum);
+  if constexpr (kPairs) {
+    if (threadIdx.x >= groups_per_block) return;  // One thread per pair.
+    float up = 0.0f, gate = 0.0f;
+    XStats group_stats;
+    for (int k = 0; k < wpr; ++k) {
+      const int w = threadIdx.x * wpr + k;
+      up += partial_sums[w][0];
+      gate += partial_sums[w][1];
+      group_stats.sum += partial_stats[w].sum;
+      group_stats.sq += partial_stats[w].sq;
+    }
+    const int64_t j =
+        static_cast<int64_t>(blockIdx.x) * groups_per_block + threadIdx.x;
+    if (j < live_rows) StorePair(a, j, up, gate, group_stats);
+  } else {
+    for (int t = threadIdx.x; t < groups_per_block * R * B; t += kThreads) {
+      const int group = t / (R * B);
+      const int i = t % (R * B);
+      float sum = 0.0f;
+      XStats group_stats;
+      for (int k = 0; k < wpr; ++k) {
+        sum += partial_sums[group * wpr + k][i];
+        group_stats.sum += partial_stats[group * wpr + k].sum;
+        group_stats.sq += partial_stats[group * wpr + k].sq;
+      }
+      const int64_t row =
+          (static_cast<int64_t>(blockIdx.x) * groups_per_block + group) * R +
+          i / B;
+      if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
+    }
   }
 }
 
@@ -524,7 +631,8 @@ __global__ void __launch_bounds__(kThreads) GemvScalarKernel(const GemvArgs a) {
   for (int b = 0; b < B; ++b) {
     const float sum = WarpSum(acc[b]);
     if (lane == b) {
-      a.y[b * a.out + row] = Finish(a, row, sum);
+      float* y = a.y + b * a.out + row;
+      *y = a.accumulate ? *y + Finish(a, row, sum) : Finish(a, row, sum);
     }
   }
 }
@@ -539,7 +647,7 @@ __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
     const int64_t row = i % a.out;
     float sum = 0.0f;
     for (int s = 0; s < k_splits; ++s) sum += a.partial[s * total + i];
-    a.y[i] = Finish(a, row, sum);
+    a.y[i] = a.accumulate ? a.y[i] + Finish(a, row, sum) : Finish(a, row, sum);
   }
 }
 
@@ -746,6 +854,20 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
   if (options.k_splits < 0) {
     return absl::InvalidArgumentError("k_splits must be >= 0");
   }
+  if ((options.norm.has_value() || options.gated_pairs) &&
+      (batch != 1 || plan.path != GemvPath::kCudaCore)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a fused norm or gated pairs need one row on the CUDA-core path ",
+        "(f16/bf16 weights, aligned, in % 8 == 0); got x ", x.DebugString(),
+        ", w ", w.DebugString(), ", path ", GemvPathName(plan.path)));
+  }
+  if (options.gated_pairs &&
+      (out % 2 != 0 || !options.activation.has_value() ||
+       options.activation_from_row != out / 2 || options.accumulate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
+                     "), an activation from row out / 2 and no accumulate"));
+  }
   const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
@@ -814,7 +936,10 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
     plan.warps_per_row = f;
   }
   const int64_t warps = groups * plan.warps_per_row;
-  int64_t splits = options.k_splits;
+  // A fused norm needs every row group to see all of K (its statistics).
+  // Gated pairs: both rows of a neuron must end in the same block.
+  int64_t splits =
+      options.norm.has_value() || options.gated_pairs ? 1 : options.k_splits;
   if (splits == 0) {
     splits = 1;
     if (2 * warps < plan.resident_warps) {
@@ -859,11 +984,31 @@ absl::Status CheckOutputs(const Tensor& x, const Tensor& w, const Tensor& bias,
   return absl::OkStatus();
 }
 
+absl::Status CheckNorm(const GemvNorm& norm, const Tensor& w) {
+  const int64_t out = w.dim(0), in = w.dim(1);
+  RETURN_IF_ERROR(CheckOnDevice(norm.weight, "Gemv norm weight"));
+  if (norm.weight.dtype() != w.dtype() || norm.weight.numel() != in ||
+      !IsAligned(norm.weight.raw_data(), 16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Gemv norm weight must be an aligned [", in, "] tensor of w's dtype, ",
+        "got ", norm.weight.DebugString()));
+  }
+  if (!norm.row_sums.empty()) {
+    RETURN_IF_ERROR(CheckOnDevice(norm.row_sums, "Gemv norm row sums"));
+    if (norm.row_sums.dtype() != DType::kF32 || norm.row_sums.numel() != out) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Gemv norm row sums must be f32 [", out, "], got ",
+                       norm.row_sums.DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Queues `kernel` (and the split-K reduce) for a validated plan.
 absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
                         KernelFn kernel, const Tensor& x, const Tensor& w,
-                        const Tensor& bias, const float* gate, int act,
-                        int64_t act_from_row, Tensor* y) {
+                        const Tensor& bias, const float* gate,
+                        const GemvOptions& options, Tensor* y) {
   const int64_t batch = x.dim(0);
   const int64_t out = w.dim(0);
   if (out == 0) return absl::OkStatus();
@@ -879,8 +1024,20 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.y = y->data<float>();
   args.partial = nullptr;
   args.gate = gate;
-  args.act = act;
-  args.act_from_row = act_from_row;
+  args.act = options.activation.has_value()
+                 ? static_cast<int>(*options.activation)
+                 : -1;
+  args.act_from_row = options.activation_from_row;
+  args.norm_weight =
+      options.norm.has_value() ? options.norm->weight.raw_data() : nullptr;
+  args.norm_row_sums =
+      options.norm.has_value() && !options.norm->row_sums.empty()
+          ? options.norm->row_sums.data<float>()
+          : nullptr;
+  args.norm_eps =
+      options.norm.has_value() ? static_cast<float>(options.norm->eps) : 0.0f;
+  args.layer_norm = args.norm_row_sums != nullptr;
+  args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
   args.batch = static_cast<int>(batch);
   args.out = out;
@@ -912,6 +1069,17 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   return absl::OkStatus();
 }
 
+// The one-row CUDA-core kernel with a fused norm and/or gated pairs.
+template <typename T>
+KernelFn VectorVariant(bool norm, bool pairs) {
+  if (norm) {
+    return pairs ? GemvVectorKernel<T, 1, NormInput<T>, true>
+                 : GemvVectorKernel<T, 1, NormInput<T>>;
+  }
+  return pairs ? GemvVectorKernel<T, 1, PlainInput, true>
+               : GemvVectorKernel<T, 1, PlainInput>;
+}
+
 template <typename T>
 KernelFn GatedKernelFor(std::optional<Activation> activation) {
   if (!activation.has_value()) return GemvVectorKernel<T, 1, ProductInput>;
@@ -933,13 +1101,30 @@ KernelFn GatedKernelFor(std::optional<Activation> activation) {
 absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                   const Tensor& bias, Tensor* y, const GemvOptions& options) {
   ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
-  RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
-  return LaunchPlan(ctx, plan, SelectKernel(w.dtype(), x.dim(0), plan.path), x,
-                    w, bias, nullptr,
-                    options.activation.has_value()
-                        ? static_cast<int>(*options.activation)
-                        : -1,
-                    options.activation_from_row, y);
+  if (options.gated_pairs) {
+    // y holds the products: [1, out / 2].
+    if (y->dtype() != DType::kF32 || y->rank() != 2 || y->dim(0) != 1 ||
+        y->dim(1) * 2 != w.dim(0) ||
+        (!bias.empty() && bias.numel() != w.dim(0))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gated pairs: y must be f32 [1, ", w.dim(0) / 2,
+                       "] and bias empty or [", w.dim(0), "], got y ",
+                       y->DebugString(), ", bias ", bias.DebugString()));
+    }
+    RETURN_IF_ERROR(CheckOnDevice(*y, "Gemv y"));
+  } else {
+    RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
+  }
+  if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
+  KernelFn kernel = SelectKernel(w.dtype(), x.dim(0), plan.path);
+  if (options.norm.has_value() || options.gated_pairs) {
+    kernel = w.dtype() == DType::kF16
+                 ? VectorVariant<__half>(options.norm.has_value(),
+                                         options.gated_pairs)
+                 : VectorVariant<__nv_bfloat16>(options.norm.has_value(),
+                                                options.gated_pairs);
+  }
+  return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
 bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w) {
@@ -953,7 +1138,7 @@ bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w) {
 
 absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
                        const Tensor& gate, const Tensor& x, const Tensor& w,
-                       const Tensor& bias, Tensor* y) {
+                       const Tensor& bias, Tensor* y, bool accumulate) {
   RETURN_IF_ERROR(CheckOnDevice(gate, "GatedGemv gate"));
   RETURN_IF_ERROR(CheckOnDevice(x, "GatedGemv x"));
   RETURN_IF_ERROR(CheckOnDevice(w, "GatedGemv w"));
@@ -965,6 +1150,7 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   }
   GemvOptions options;
   options.path = GemvPath::kCudaCore;
+  options.accumulate = accumulate;
   ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
   RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   const KernelFn kernel = w.dtype() == DType::kF16
@@ -973,8 +1159,36 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }
-  return LaunchPlan(ctx, plan, kernel, x, w, bias, gate.data<float>(), -1, 0,
+  return LaunchPlan(ctx, plan, kernel, x, w, bias, gate.data<float>(), options,
                     y);
+}
+
+}  // namespace dynsparse::cuda
+
+namespace dynsparse::cuda {
+
+absl::StatusOr<LayerNormFold> FoldLayerNorm(DeviceContext& ctx, const Tensor& w,
+                                            const Tensor& gamma,
+                                            const Tensor& beta,
+                                            const Tensor& b) {
+  const int64_t out = w.dim(0), in = w.dim(1);
+  // gamma and beta as f32 rows, the GEMV's x.
+  auto as_row = [&](const Tensor& v) -> absl::StatusOr<Tensor> {
+    Tensor host = Tensor::Zeros(DType::kF32, {1, in});
+    if (!v.empty()) {
+      ASSIGN_OR_RETURN(Tensor h, ToHost(ctx, v));
+      host = h.ConvertTo(DType::kF32).Reshape({1, in});
+    }
+    return ToDevice(ctx, host);
+  };
+  ASSIGN_OR_RETURN(const Tensor g, as_row(gamma));
+  ASSIGN_OR_RETURN(const Tensor be, as_row(beta));
+  ASSIGN_OR_RETURN(Tensor row_sums, AllocateDevice(ctx, DType::kF32, {1, out}));
+  ASSIGN_OR_RETURN(Tensor bias, AllocateDevice(ctx, DType::kF32, {1, out}));
+  RETURN_IF_ERROR(Gemv(ctx, g, w, Tensor(), &row_sums));
+  RETURN_IF_ERROR(Gemv(ctx, be, w, b, &bias));
+  RETURN_IF_ERROR(ctx.Synchronize());  // g and be go out of scope.
+  return LayerNormFold{row_sums.Reshape({out}), bias.Reshape({out})};
 }
 
 }  // namespace dynsparse::cuda

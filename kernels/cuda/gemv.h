@@ -52,6 +52,30 @@ struct GemvPlan {
   std::string DebugString() const;
 };
 
+// A block's pre-norm folded into the GEMV (one row, CUDA-core path): the
+// kernel reads x, multiplies it by gamma as it loads it and sums x and x^2 on
+// the way, so y = norm(x) * w^T + bias without norm(x) being written.
+// RMSNorm: y = (w . (gamma x)) / rms(x) + bias. LayerNorm: y = (w . (gamma x)
+// - mean * c) / sigma + bias with c = w gamma (row_sums) and bias = w beta +
+// b (FoldLayerNorm computes both once per weight).
+struct GemvNorm {
+  Tensor weight;    // gamma [in], w's dtype, 16-byte aligned.
+  Tensor row_sums;  // LayerNorm: f32 [out]; empty for RMSNorm.
+  double eps = 0.0;
+};
+
+// LayerNorm's per-row constants for GemvNorm: row_sums = w gamma and
+// bias = w beta + b (beta, b may be empty), f32 [out] each, made with this
+// GEMV (synchronous: call outside graph capture).
+struct LayerNormFold {
+  Tensor row_sums;
+  Tensor bias;
+};
+absl::StatusOr<LayerNormFold> FoldLayerNorm(DeviceContext& ctx, const Tensor& w,
+                                            const Tensor& gamma,
+                                            const Tensor& beta,
+                                            const Tensor& b);
+
 struct GemvOptions {
   GemvPath path = GemvPath::kAuto;  // A forced fast path that cannot run is
                                     // an InvalidArgument error.
@@ -61,6 +85,13 @@ struct GemvOptions {
   // in one launch).
   std::optional<Activation> activation;
   int64_t activation_from_row = 0;  // Rows below keep y = x w^T + bias.
+  std::optional<GemvNorm> norm;     // x is normalised as it is loaded.
+  bool accumulate = false;  // y += result: a residual add in the epilogue.
+  // The gated MLP's up/gate pair (one row, CUDA-core path): w is [w_up;
+  // w_gate] (2n rows, bias likewise), activation_from_row must be n, and y is
+  // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
+  // down projection reads.
+  bool gated_pairs = false;
 };
 
 // The plan Gemv would run for these operands (validates them too).
@@ -88,9 +119,10 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
 // are an InvalidArgument error (check GatedGemvSupported first: one f32 row
 // of x, a 16-byte aligned f32 gate of x's size, aligned f16/bf16 weights).
 bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w);
+// `accumulate`: y += the result (the residual add).
 absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
                        const Tensor& gate, const Tensor& x, const Tensor& w,
-                       const Tensor& bias, Tensor* y);
+                       const Tensor& bias, Tensor* y, bool accumulate = false);
 
 }  // namespace dynsparse::cuda
 

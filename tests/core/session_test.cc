@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "core/model_shapes.h"
@@ -149,6 +150,75 @@ class FixedUnitsMethod : public Method {
   int64_t layer_;
   std::vector<int32_t> units_;
 };
+
+// A CPU backend that takes Session's norm-fusing route (FusesInputNorm)
+// with Backend's default ops, counting them, so the route's bookkeeping of
+// the residual (no pending output, x updated in place) is checked on CPU.
+class NormRouteBackend : public CpuBackend {
+ public:
+  NormRouteBackend() : CpuBackend(2) {}
+  bool FusesInputNorm() const override { return true; }
+  void NormLinearGroup(const Tensor& x, const InputNorm& norm,
+                       absl::Span<const Tensor* const> w,
+                       absl::Span<const Tensor* const> b,
+                       std::optional<Activation> activation,
+                       absl::Span<Tensor* const> y) override {
+    ++fused_ops;
+    Backend::NormLinearGroup(x, norm, w, b, activation, y);
+  }
+  void LinearAccumulate(const Tensor& x, const Tensor& w, const Tensor& bias,
+                        Tensor* residual) override {
+    ++fused_ops;
+    Backend::LinearAccumulate(x, w, bias, residual);
+  }
+  void NormGatedMlp(Tensor* residual, const InputNorm& norm, const Tensor& w_up,
+                    const Tensor& w_gate, const Tensor& b_up,
+                    const Tensor& b_gate, Activation activation,
+                    const Tensor& w_down, const Tensor& b_down, Tensor* up,
+                    Tensor* gate) override {
+    ++fused_ops;
+    Backend::NormGatedMlp(residual, norm, w_up, w_gate, b_up, b_gate,
+                          activation, w_down, b_down, up, gate);
+  }
+  int64_t fused_ops = 0;
+};
+
+// The route computes what AddNorm's does, also when a layer leaves it (a
+// method keeping some units at one layer) and comes back.
+TEST_P(SessionFamilyTest, NormFusingRouteMatchesAddNormRoute) {
+  const ModelConfig c = GetParam();
+  const ModelWeights w = RandomWeights(c, 13);
+  const std::vector<int32_t> ids = RandomIds(12, c.vocab_size, 6);
+  DenseMethod dense;
+  FixedUnitsMethod some_heads(/*heads=*/true, /*layer=*/0, {1, 2});
+  FixedUnitsMethod some_neurons(/*heads=*/false, /*layer=*/1, {0, 3, 5});
+  for (Method* method :
+       std::vector<Method*>{&dense, &some_heads, &some_neurons}) {
+    SCOPED_TRACE(method->name());
+    CpuBackend plain(2);
+    NormRouteBackend fusing;
+    Session a(c, w, plain, *method, 16);
+    Session b(c, w, fusing, *method, 16);
+    auto prefill_a = a.Forward(absl::MakeConstSpan(ids).subspan(0, 8), 0);
+    auto prefill_b = b.Forward(absl::MakeConstSpan(ids).subspan(0, 8), 0);
+    ASSERT_TRUE(prefill_a.ok() && prefill_b.ok());
+    EXPECT_EQ(MaxAbsDiff(prefill_a->ToF32Vector(), prefill_b->ToF32Vector()),
+              0.0f);
+    for (size_t t = 8; t < ids.size(); ++t) {
+      auto step_a = a.Forward(absl::MakeConstSpan(&ids[t], 1), 0);
+      auto step_b = b.Forward(absl::MakeConstSpan(&ids[t], 1), 0);
+      ASSERT_TRUE(step_a.ok() && step_b.ok());
+      EXPECT_LT(MaxAbsDiff(step_a->ToF32Vector(), step_b->ToF32Vector()),
+                1e-6f);
+    }
+    // Pre-norm models take the route on decode steps; post-norm ones never.
+    if (c.pre_norm) {
+      EXPECT_GT(fusing.fused_ops, 0);
+    } else {
+      EXPECT_EQ(fusing.fused_ops, 0);
+    }
+  }
+}
 
 // Zeroes columns [begin, end) of a [rows, cols] f32 weight.
 void ZeroColumns(Tensor* w, int64_t begin, int64_t end) {

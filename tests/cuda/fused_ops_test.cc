@@ -182,6 +182,18 @@ TEST_F(FusedOpsTest, GatedGemvMatchesCpu) {
     Tensor y2 = PoisonedDevice(DType::kF32, {1, c.out});
     ASSERT_TRUE(GatedGemv(ctx(), std::nullopt, acted, x, w, bias, &y2).ok());
     EXPECT_LT(RelativeError(Download(y2), y_ref.ToF32Vector()), kGemvTolerance);
+
+    // accumulate: the residual add in the epilogue (NormGatedMlp without
+    // gated pairs), y3 = r + the same product, also through the split reduce.
+    const Tensor r_host = RandomHost({1, c.out});
+    Tensor y3_ref = Tensor::FromF32(y_ref.ToF32Vector(), y_ref.shape());
+    cpu::AddInPlace(r_host, &y3_ref);
+    Tensor y3 = Upload(r_host);
+    ASSERT_TRUE(GatedGemv(ctx(), std::nullopt, acted, x, w, bias, &y3,
+                          /*accumulate=*/true)
+                    .ok());
+    EXPECT_LT(RelativeError(Download(y3), y3_ref.ToF32Vector()),
+              kGemvTolerance);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -314,6 +315,181 @@ TEST_F(GemvTest, RejectsBadOperands) {
            Upload(Tensor::FromI32(std::vector<int32_t>(16 * 64, 1), {16, 64})),
            Tensor(), &y),
       kInvalid);
+}
+
+// The pre-norm fused into the GEMV (GemvNorm) against the CPU's norm
+// followed by Linear (and the activation). The fused form scales the dot
+// product after summing (RMSNorm) and subtracts mean * c (LayerNorm), so it
+// differs from the reference by a few roundings: bounds of 2e-5 (RMSNorm) and
+// 5e-5 (LayerNorm, whose inputs get an offset of 2 so the mean term matters)
+// still catch a wrong statistic or gamma by orders of magnitude.
+TEST_F(GemvTest, FusedNormMatchesCpuNormThenLinear) {
+  const std::vector<Shape2> shapes = {
+      {1, 8}, {5, 256}, {257, 1032}, {1000, 4096}, {300, 11008}};
+  for (bool rms : {true, false}) {
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (const Shape2& s : shapes) {
+        for (int wpr : {0, 1, 4}) {
+          SCOPED_TRACE(::testing::Message()
+                       << (rms ? "rms" : "layer") << " " << DTypeName(dtype)
+                       << " out=" << s.out << " in=" << s.in << " wpr=" << wpr
+                       << " " << SeedMessage());
+          const bool with_bias = s.out % 2 == 1;
+          const std::optional<Activation> act =
+              s.in == 1032 ? std::optional<Activation>(Activation::kSilu)
+                           : std::nullopt;
+          std::vector<float> xv = RandomValues(s.in);
+          if (!rms) {
+            for (float& v : xv) v += 2.0f;
+          }
+          const Tensor x_host = Tensor::FromF32(xv, {1, s.in});
+          const Tensor w_host =
+              RandomHost({s.out, s.in}, dtype, 1.0f / std::sqrt(float(s.in)));
+          const Tensor gamma_host = RandomHost({s.in}, dtype, 0.5f);
+          const Tensor beta_host = rms ? Tensor() : RandomHost({s.in}, dtype);
+          const Tensor bias_host =
+              with_bias ? RandomHost({s.out}, dtype) : Tensor();
+          const double eps = 1e-5;
+          Tensor normed = Tensor::Zeros(DType::kF32, {1, s.in});
+          if (rms) {
+            cpu::RmsNorm(x_host, gamma_host, eps, &normed);
+          } else {
+            cpu::LayerNorm(x_host, gamma_host, beta_host, eps, &normed);
+          }
+          Tensor y_ref = Tensor::Zeros(DType::kF32, {1, s.out});
+          cpu::Linear(normed, w_host, bias_host, &y_ref);
+          if (act.has_value()) cpu::Activate(*act, &y_ref);
+
+          const Tensor x = Upload(x_host);
+          const Tensor w = Upload(w_host);
+          const Tensor gamma = Upload(gamma_host);
+          const Tensor beta = rms ? Tensor() : Upload(beta_host);
+          Tensor bias = with_bias ? Upload(bias_host) : Tensor();
+          GemvOptions options;
+          options.warps_per_row = wpr;
+          options.activation = act;
+          options.norm = GemvNorm{gamma, Tensor(), eps};
+          if (!rms) {
+            absl::StatusOr<LayerNormFold> fold =
+                FoldLayerNorm(ctx(), w, gamma, beta, bias);
+            ASSERT_TRUE(fold.ok()) << fold.status();
+            options.norm->row_sums = fold->row_sums;
+            bias = fold->bias;
+          }
+          Tensor y = PoisonedDevice(DType::kF32, {1, s.out});
+          const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
+          ASSERT_TRUE(status.ok()) << status;
+          const std::vector<float> got = Download(y);
+          EXPECT_EQ(CountNonFinite(got), 0);
+          const double err =
+              RelativeError(got, y_ref.ToF32Vector()) /
+              std::max(1.0, CancellationFactor(normed, w_host, y_ref));
+          EXPECT_LT(err, rms ? 2e-5 : 5e-5);
+        }
+      }
+    }
+  }
+}
+
+// accumulate: y += x w^T + bias (the residual add), on every path.
+TEST_F(GemvTest, AccumulateAddsIntoY) {
+  for (GemvPath path :
+       {GemvPath::kCudaCore, GemvPath::kTensorCore, GemvPath::kScalar}) {
+    for (int64_t batch : {1, 4}) {
+      SCOPED_TRACE(::testing::Message() << GemvPathName(path) << " batch="
+                                        << batch << " " << SeedMessage());
+      const Shape2 s{1000, 4096};
+      const Tensor x_host = RandomHost({batch, s.in});
+      const Tensor w_host =
+          RandomHost({s.out, s.in}, DType::kF16, 1.0f / std::sqrt(4096.0f));
+      const Tensor bias_host = RandomHost({s.out});
+      const Tensor r_host = RandomHost({batch, s.out});
+      Tensor y_ref = Tensor::Zeros(DType::kF32, {batch, s.out});
+      cpu::Linear(x_host, w_host, bias_host, &y_ref);
+      cpu::AddInPlace(r_host, &y_ref);
+
+      Tensor y = Upload(r_host);
+      GemvOptions options;
+      options.path = path;
+      options.accumulate = true;
+      const absl::Status status = Gemv(ctx(), Upload(x_host), Upload(w_host),
+                                       Upload(bias_host), &y, options);
+      ASSERT_TRUE(status.ok()) << status;
+      const std::vector<float> got = Download(y);
+      EXPECT_EQ(CountNonFinite(got), 0);
+      EXPECT_LT(RelativeError(got, y_ref.ToF32Vector()), ToleranceFor(path));
+    }
+  }
+}
+
+// Gated pairs (the up/gate GEMV writing act(gate) * up) against the CPU's
+// two Linears and GatedActivate, with and without the fused RMSNorm.
+TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {
+  for (bool norm : {false, true}) {
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (int64_t n : {64, 300, 2752}) {
+        for (int wpr : {0, 1}) {
+          const int64_t in = n == 2752 ? 4096 : 1032;
+          SCOPED_TRACE(::testing::Message()
+                       << (norm ? "norm " : "") << DTypeName(dtype)
+                       << " n=" << n << " in=" << in << " wpr=" << wpr << " "
+                       << SeedMessage());
+          const Tensor x_host = RandomHost({1, in});
+          const Tensor w_host =
+              RandomHost({2 * n, in}, dtype, 1.0f / std::sqrt(float(in)));
+          const Tensor bias_host = RandomHost({2 * n});
+          const Tensor gamma_host = RandomHost({in}, dtype, 0.5f);
+          Tensor h = x_host;
+          if (norm) {
+            h = Tensor::Zeros(DType::kF32, {1, in});
+            cpu::RmsNorm(x_host, gamma_host, 1e-6, &h);
+          }
+          Tensor both = Tensor::Zeros(DType::kF32, {1, 2 * n});
+          cpu::Linear(h, w_host, bias_host, &both);
+          const std::vector<float> bv = both.ToF32Vector();
+          const Tensor up_ref = Tensor::FromF32(
+              std::vector<float>(bv.begin(), bv.begin() + n), {1, n});
+          const Tensor gate_ref = Tensor::FromF32(
+              std::vector<float>(bv.begin() + n, bv.end()), {1, n});
+          Tensor y_ref = up_ref;
+          cpu::GatedActivate(Activation::kSilu, gate_ref, &y_ref);
+
+          GemvOptions options;
+          options.warps_per_row = wpr;
+          options.activation = Activation::kSilu;
+          options.activation_from_row = n;
+          options.gated_pairs = true;
+          if (norm) options.norm = GemvNorm{Upload(gamma_host), Tensor(), 1e-6};
+          Tensor y = PoisonedDevice(DType::kF32, {1, n});
+          const absl::Status status =
+              Gemv(ctx(), Upload(x_host), Upload(w_host), Upload(bias_host), &y,
+                   options);
+          ASSERT_TRUE(status.ok()) << status;
+          const std::vector<float> got = Download(y);
+          EXPECT_EQ(CountNonFinite(got), 0);
+          EXPECT_LT(RelativeError(got, y_ref.ToF32Vector()), 2e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
+  const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
+  const Tensor gamma = Upload(RandomHost({64}, DType::kF16));
+  GemvOptions options;
+  options.norm = GemvNorm{gamma, Tensor(), 1e-5};
+  // More than one row.
+  Tensor y2 = PoisonedDevice(DType::kF32, {2, 16});
+  EXPECT_EQ(Gemv(ctx(), Upload(RandomHost({2, 64})), w, Tensor(), &y2, options)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // gamma of another dtype.
+  options.norm->weight = Upload(RandomHost({64}));
+  Tensor y = PoisonedDevice(DType::kF32, {1, 16});
+  EXPECT_EQ(
+      Gemv(ctx(), Upload(RandomHost({1, 64})), w, Tensor(), &y, options).code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
