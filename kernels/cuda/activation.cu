@@ -59,20 +59,25 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // out[i] = round(up[i] * act(gate[i])) in T: the gated product straight into
-// the dtype a cuBLAS GEMM reads, with the same rounding as ConvertF32.
+// the dtype a cuBLAS GEMM reads, with the same rounding as ConvertF32; float4
+// loads over the first n_vec quads when the pointers allow.
 template <Activation A, typename T>
 __global__ void __launch_bounds__(kThreads)
-    GatedRoundedKernel(const float* gate, const float* up, T* out, int64_t n) {
+    GatedRoundedKernel(const float* gate, const float* up, T* out, int64_t n,
+                       int64_t n_vec) {
   PdlWait();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < n; i += stride) {
-    const float v = up[i] * Act<A>(gate[i]);
-    if constexpr (std::is_same_v<T, __half>) {
-      out[i] = __float2half_rn(v);
-    } else {
-      out[i] = __float2bfloat16_rn(v);
-    }
+  const int64_t tid =
+      static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < n_vec; i += stride) {
+    const float4 g = reinterpret_cast<const float4*>(gate)[i];
+    const float4 u = reinterpret_cast<const float4*>(up)[i];
+    StoreRounded4(out + 4 * i,
+                  make_float4(u.x * Act<A>(g.x), u.y * Act<A>(g.y),
+                              u.z * Act<A>(g.z), u.w * Act<A>(g.w)));
+  }
+  for (int64_t i = 4 * n_vec + tid; i < n; i += stride) {
+    StoreRounded(out + i, up[i] * Act<A>(gate[i]));
   }
 }
 
@@ -174,15 +179,20 @@ absl::Status LaunchGatedRounded(DeviceContext& ctx, const Tensor& gate,
   const int64_t n = up.numel();
   if (n == 0) return absl::OkStatus();
   RETURN_IF_ERROR(ctx.Activate());
+  const bool vec = IsAligned(gate.raw_data(), 16) &&
+                   IsAligned(up.raw_data(), 16) &&
+                   IsAligned(out->raw_data(), 4 * DTypeSize(out->dtype()));
+  const int64_t n_vec = vec ? n / 4 : 0;
+  const dim3 grid(GridFor(ctx, std::max<int64_t>(n_vec, n - 4 * n_vec)));
   if (out->dtype() == DType::kF16) {
-    LaunchKernel(ctx.programmatic_launch(), GatedRoundedKernel<A, __half>,
-                 dim3(GridFor(ctx, n)), dim3(kThreads), 0, ctx.stream(),
-                 gate.data<float>(), up.data<float>(), out->data<__half>(), n);
+    LaunchKernel(ctx.programmatic_launch(), GatedRoundedKernel<A, __half>, grid,
+                 dim3(kThreads), 0, ctx.stream(), gate.data<float>(),
+                 up.data<float>(), out->data<__half>(), n, n_vec);
   } else {
     LaunchKernel(ctx.programmatic_launch(),
-                 GatedRoundedKernel<A, __nv_bfloat16>, dim3(GridFor(ctx, n)),
-                 dim3(kThreads), 0, ctx.stream(), gate.data<float>(),
-                 up.data<float>(), out->data<__nv_bfloat16>(), n);
+                 GatedRoundedKernel<A, __nv_bfloat16>, grid, dim3(kThreads), 0,
+                 ctx.stream(), gate.data<float>(), up.data<float>(),
+                 out->data<__nv_bfloat16>(), n, n_vec);
   }
   return LastLaunchStatus("GatedActivateRounded");
 }

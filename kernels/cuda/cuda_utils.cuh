@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dtype.h"
 
@@ -111,6 +112,38 @@ void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
 }
 
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Rounds to T (round to nearest even, like __float2half_rn) and stores one
+// value, or four with one 8-byte (f16/bf16) or 16-byte (f32) store: `dst`
+// aligned to 4 x sizeof(T). The two give the same bits.
+template <typename T>
+__device__ __forceinline__ void StoreRounded(T* dst, float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    *dst = __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    *dst = __float2bfloat16_rn(v);
+  } else {
+    *dst = v;
+  }
+}
+template <typename T>
+__device__ __forceinline__ void StoreRounded4(T* dst, float4 v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 lo = __floats2half2_rn(v.x, v.y);
+    const __half2 hi = __floats2half2_rn(v.z, v.w);
+    *reinterpret_cast<uint2*>(dst) =
+        make_uint2(*reinterpret_cast<const uint32_t*>(&lo),
+                   *reinterpret_cast<const uint32_t*>(&hi));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(v.z, v.w);
+    *reinterpret_cast<uint2*>(dst) =
+        make_uint2(*reinterpret_cast<const uint32_t*>(&lo),
+                   *reinterpret_cast<const uint32_t*>(&hi));
+  } else {
+    *reinterpret_cast<float4*>(dst) = v;
+  }
+}
 
 inline bool IsAligned(const void* p, uintptr_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;

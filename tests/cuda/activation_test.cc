@@ -98,25 +98,28 @@ TEST_F(ActivationTest, GatedActivateRoundedEqualsActivateThenConvert) {
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     for (Activation a : kAll) {
       for (int64_t n : {1, 7, 3 * 11008 + 5}) {
-        SCOPED_TRACE(::testing::Message()
-                     << DTypeName(dtype) << " " << ActivationName(a)
-                     << " n=" << n << " " << SeedMessage());
-        const Tensor gate = Upload(RandomHost({n}, DType::kF32, 3.0f));
-        const Tensor up_host = RandomHost({n});
-        Tensor two_pass = Upload(up_host);
-        ASSERT_TRUE(GatedActivate(ctx(), a, gate, &two_pass).ok());
-        Tensor two_pass_rounded = PoisonedDevice(dtype, {n});
-        ASSERT_TRUE(ConvertF32(ctx(), two_pass, &two_pass_rounded).ok());
-        Tensor one_pass = PoisonedDevice(dtype, {n});
-        ASSERT_TRUE(
-            GatedActivateRounded(ctx(), a, gate, Upload(up_host), &one_pass)
-                .ok());
-        const std::vector<float> got = Download(one_pass);
-        const std::vector<float> want = Download(two_pass_rounded);
-        ASSERT_EQ(got.size(), want.size());
-        for (size_t i = 0; i < got.size(); ++i) {
-          ASSERT_FALSE(std::isnan(got[i])) << "element " << i;
-          ASSERT_EQ(got[i], want[i]) << "element " << i;
+        // offset 1: an unaligned up, the scalar path.
+        for (int64_t offset : {0, 1}) {
+          SCOPED_TRACE(::testing::Message()
+                       << DTypeName(dtype) << " " << ActivationName(a) << " n="
+                       << n << " offset=" << offset << " " << SeedMessage());
+          const Tensor gate = Upload(RandomHost({n}, DType::kF32, 3.0f));
+          const Tensor up_host = RandomHost({n});
+          Tensor two_pass = Upload(up_host);
+          ASSERT_TRUE(GatedActivate(ctx(), a, gate, &two_pass).ok());
+          Tensor two_pass_rounded = PoisonedDevice(dtype, {n});
+          ASSERT_TRUE(ConvertF32(ctx(), two_pass, &two_pass_rounded).ok());
+          Tensor one_pass = PoisonedDevice(dtype, {n});
+          ASSERT_TRUE(GatedActivateRounded(ctx(), a, gate,
+                                           UploadAt(up_host, offset), &one_pass)
+                          .ok());
+          const std::vector<float> got = Download(one_pass);
+          const std::vector<float> want = Download(two_pass_rounded);
+          ASSERT_EQ(got.size(), want.size());
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_FALSE(std::isnan(got[i])) << "element " << i;
+            ASSERT_EQ(got[i], want[i]) << "element " << i;
+          }
         }
       }
     }

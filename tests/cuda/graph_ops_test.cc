@@ -32,6 +32,30 @@ TEST_F(GraphOpsTest, ArgmaxPicksTheLowestIndexOfTheMaximum) {
   }
 }
 
+// ConvertF32 (the rounded copy cuBLAS reads) vs the host's rounding, on the
+// vectorised path (aligned, any tail) and the scalar one (a view 1 float in).
+TEST_F(GraphOpsTest, ConvertF32RoundsLikeTheHost) {
+  for (DType dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
+    for (int64_t n : {1, 7, 4096 * 3 + 3}) {
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " n=" << n << " offset=" << offset);
+        const std::vector<float> values = RandomValues(n + offset);
+        const Tensor all = Upload(
+            Tensor::FromF32(values, {static_cast<int64_t>(values.size())}));
+        const Tensor src = all.Rows(offset, offset + n);
+        Tensor dst = PoisonedDevice(dtype, {n});
+        ASSERT_TRUE(ConvertF32(ctx(), src, &dst).ok());
+        const std::vector<float> want =
+            Tensor::FromF32({values.begin() + offset, values.end()}, {n})
+                .ConvertTo(dtype)
+                .ToF32Vector();
+        EXPECT_EQ(Download(dst), want);
+      }
+    }
+  }
+}
+
 TEST_F(GraphOpsTest, EmbedWriteRowsAndMaskMatchHostLoops) {
   const int64_t vocab = 40, width = 24;
   const std::vector<float> table = RandomValues(vocab * width);
