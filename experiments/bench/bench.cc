@@ -1,10 +1,14 @@
 #include "experiments/bench/bench.h"
 
+#include <unistd.h>  // environ
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
@@ -60,14 +64,15 @@ std::string BenchGitSha() {
 }
 
 std::map<std::string, std::string> BenchSwitches() {
+  // Every DYNSPARSE_CUDA_* variable, so a switch added to a backend is
+  // recorded without a list to keep in step.
+  constexpr std::string_view kPrefix = "DYNSPARSE_CUDA_";
   std::map<std::string, std::string> set;
-  for (const char* name :
-       {"DYNSPARSE_CUDA_FUSE", "DYNSPARSE_CUDA_PDL",
-        "DYNSPARSE_CUDA_EARLY_LOADS", "DYNSPARSE_CUDA_SPLIT_ATTENTION",
-        "DYNSPARSE_CUDA_TC_ATTENTION_ROWS"}) {
-    if (const char* value = std::getenv(name); value != nullptr) {
-      set[name] = value;
-    }
+  for (char** env = environ; env != nullptr && *env != nullptr; ++env) {
+    const std::string_view entry(*env);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || !entry.starts_with(kPrefix)) continue;
+    set[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
   }
   return set;
 }

@@ -65,8 +65,8 @@ struct BenchResult {
   nlohmann::json ToJson() const;
 };
 
-// The A/B environment switches of the backends (DYNSPARSE_CUDA_FUSE, _PDL,
-// _EARLY_LOADS, _SPLIT_ATTENTION, _TC_ATTENTION_ROWS) that are set.
+// The A/B environment switches of the backends that are set: every
+// DYNSPARSE_CUDA_* variable (docs/cuda.md lists them).
 std::map<std::string, std::string> BenchSwitches();
 
 // The git commit this binary was built from (configure time, or the

@@ -2,6 +2,8 @@
 // on the CPU backend with a tiny random model (CI has no GPU).
 #include "experiments/bench/bench.h"
 
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 
@@ -93,6 +95,19 @@ TEST(BenchTest, BatchRunsThatManyRowsPerStep) {
   absl::StatusOr<BenchResult> r = RunBench(config, weights, backend, dense, o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->tokens_per_s, 4e3 / r->decode_ms_median, 1e-6);
+}
+
+// Rows record every DYNSPARSE_CUDA_* switch that is set, and nothing else.
+TEST(BenchTest, SwitchesListEveryCudaVariableThatIsSet) {
+  ASSERT_EQ(setenv("DYNSPARSE_CUDA_BENCH_TEST_SWITCH", "0", 1), 0);
+  ASSERT_EQ(setenv("DYNSPARSE_BENCH_TEST_OTHER", "1", 1), 0);
+  std::map<std::string, std::string> set = BenchSwitches();
+  EXPECT_EQ(set["DYNSPARSE_CUDA_BENCH_TEST_SWITCH"], "0");
+  EXPECT_EQ(set.count("DYNSPARSE_BENCH_TEST_OTHER"), 0u);
+  ASSERT_EQ(unsetenv("DYNSPARSE_CUDA_BENCH_TEST_SWITCH"), 0);
+  ASSERT_EQ(unsetenv("DYNSPARSE_BENCH_TEST_OTHER"), 0);
+  set = BenchSwitches();
+  EXPECT_EQ(set.count("DYNSPARSE_CUDA_BENCH_TEST_SWITCH"), 0u);
 }
 
 TEST(BenchTest, RejectsNonPositiveSizes) {
