@@ -54,8 +54,8 @@ class DejavuCalibrationTest : public ::testing::Test {
     meta_ = new nlohmann::json(*meta);
   }
 
-  // Training is slow next to recording, and ctest runs each test in its own
-  // process: only the test that needs predictors trains them.
+  // Training is slow next to recording: only the tests that need predictors
+  // train them, once per process (ctest runs this binary as one entry).
   static void Train() {
     if (trained_ != nullptr) return;
     TrainAllOptions train;
