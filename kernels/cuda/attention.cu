@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/mma_f16.cuh"
 
 namespace dynsparse::cuda {
 namespace {
@@ -68,17 +69,7 @@ __device__ __forceinline__ int KeyRow(const KernelArgs& a, int j) {
 
 // Keys visible to a query at `pos`: a prefix of the key list.
 __device__ __forceinline__ int VisibleKeys(const KernelArgs& a, int pos) {
-  if (a.key_rows == nullptr) return min(pos + 1, a.max_keys);
-  int lo = 0, hi = a.max_keys;  // First index whose position exceeds pos.
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (a.key_rows[mid] <= pos) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return VisibleKeyCount(a.key_rows, a.max_keys, pos);
 }
 
 // Scratch entry of (row, head, chunk): max, sum, then head_dim weighted sums.
@@ -288,21 +279,6 @@ constexpr int kMmaKeys = 64;
 static_assert(kMmaRows == kTileQ && kMmaKeys % kTileK == 0,
               "key splits and PrefillKeySplits assume these tiles");
 
-__device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
-  const __half2 h = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ void MmaF16(float (&c)[4], uint32_t a0, uint32_t a1,
-                                       uint32_t a2, uint32_t a3, uint32_t b0,
-                                       uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // One query row's partial of a key split (a DecodeAttention chunk entry):
 // lane t holds columns 8n + 2t and 8n + 2t + 1 of the row in o[n][first] and
 // o[n][first + 1] (first: 0 for the fragment's upper row, 2 for the lower).
@@ -414,8 +390,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 #pragma unroll
       for (int j = 0; j < kMmaKeys / 8; ++j) {
         const __half* kr = ks + (8 * j + g) * kKStride + 16 * s + 2 * t;
-        MmaF16(sc[j], qf[s][0], qf[s][1], qf[s][2], qf[s][3],
-               *reinterpret_cast<const uint32_t*>(kr),
+        MmaF16(sc[j], qf[s], *reinterpret_cast<const uint32_t*>(kr),
                *reinterpret_cast<const uint32_t*>(kr + 8));
       }
     }
@@ -462,10 +437,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     }
 #pragma unroll
     for (int i = 0; i < kMmaKeys / 16; ++i) {
-      const uint32_t p0 = PackHalf2(sc[2 * i][0], sc[2 * i][1]);
-      const uint32_t p1 = PackHalf2(sc[2 * i][2], sc[2 * i][3]);
-      const uint32_t p2 = PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]);
-      const uint32_t p3 = PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3]);
+      // The probabilities of keys 16i..16i+15 as the A fragment.
+      const uint32_t p[4] = {PackHalf2(sc[2 * i][0], sc[2 * i][1]),
+                             PackHalf2(sc[2 * i][2], sc[2 * i][3]),
+                             PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]),
+                             PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3])};
       // B fragments of V (k = key, n = dim) from row-major V with
       // ldmatrix.trans: lanes 0-15 address keys 16i..16i+15 of column 8n.
       const __half* vrow = vs + (16 * i + (lane & 15)) * kKStride;
@@ -478,7 +454,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
             "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
             : "=r"(b0), "=r"(b1)
             : "r"(addr));
-        MmaF16(o[n], p0, p1, p2, p3, b0, b1);
+        MmaF16(o[n], p, b0, b1);
       }
     }
   }

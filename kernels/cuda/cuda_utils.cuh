@@ -113,6 +113,24 @@ void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
 
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// How many keys a query at `pos` sees: of the ascending key positions
+// key_pos[0..num_keys) those <= pos (a prefix, found by binary search), or
+// with no list (keys at rows 0..num_keys-1) min(pos + 1, num_keys).
+__device__ __forceinline__ int VisibleKeyCount(const int32_t* key_pos,
+                                               int num_keys, int pos) {
+  if (key_pos == nullptr) return min(pos + 1, num_keys);
+  int lo = 0, hi = num_keys;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (key_pos[mid] <= pos) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 // Rounds to T (round to nearest even, like __float2half_rn) and stores one
 // value, or four with one 8-byte (f16/bf16) or 16-byte (f32) store: `dst`
 // aligned to 4 x sizeof(T). The two give the same bits.

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/flash_prefill.h"
+#include "kernels/cuda/mma_f16.cuh"
 
 namespace dynsparse::cuda {
 namespace {
@@ -49,31 +50,7 @@ __device__ __forceinline__ int KeyPos(const FlashArgs& a, int j) {
 
 // Keys visible to a query at `pos`: a prefix of the (ascending) keys.
 __device__ __forceinline__ int VisiblePrefix(const FlashArgs& a, int pos) {
-  if (a.key_pos == nullptr) return min(pos + 1, a.max_keys);
-  int lo = 0, hi = a.max_keys;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (a.key_pos[mid] <= pos) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
-__device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ void Mma(float (&c)[4], const uint32_t (&a)[4],
-                                    uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  return VisibleKeyCount(a.key_pos, a.max_keys, pos);
 }
 
 __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const __half* p) {
@@ -244,8 +221,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
         for (int jj = 0; jj < kKeys / 16; ++jj) {
           uint32_t b[4];
           LdMatrixX4(b, ks + k_lane + 16 * jj * kStride + 16 * s);
-          Mma(sc[2 * jj], qf[s], b[0], b[1]);
-          Mma(sc[2 * jj + 1], qf[s], b[2], b[3]);
+          MmaF16(sc[2 * jj], qf[s], b[0], b[1]);
+          MmaF16(sc[2 * jj + 1], qf[s], b[2], b[3]);
         }
       }
       if (masked) {
@@ -310,8 +287,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
         for (int nn = 0; nn < D / 16; ++nn) {
           uint32_t b[4];
           LdMatrixX4Trans(b, vs + v_lane + 16 * i * kStride + 16 * nn);
-          Mma(o[2 * nn], p, b[0], b[1]);
-          Mma(o[2 * nn + 1], p, b[2], b[3]);
+          MmaF16(o[2 * nn], p, b[0], b[1]);
+          MmaF16(o[2 * nn + 1], p, b[2], b[3]);
         }
       }
     }

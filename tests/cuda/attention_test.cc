@@ -12,6 +12,7 @@
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/rope.h"
+#include "tests/cuda/attention_reference.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -40,19 +41,8 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
-  Tensor ref = Tensor::Zeros(DType::kF32, {c.n, c.heads * c.head_dim});
-  AttentionArgs cpu_args;
-  cpu_args.q = &q;
-  cpu_args.k_cache = &k;
-  cpu_args.v_cache = &v;
-  cpu_args.num_keys = keys;
-  cpu_args.query_positions = positions;
-  cpu_args.num_heads = c.heads;
-  cpu_args.num_kv_heads = c.kv_heads;
-  cpu_args.head_dim = c.head_dim;
-  cpu_args.scale = scale;
-  cpu_args.out = &ref;
-  cpu::Attention(cpu_args);
+  const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
+                                            c.heads, c.kv_heads, c.head_dim);
 
   const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
   const Tensor dpos =
@@ -147,19 +137,8 @@ TEST_P(TensorCoreAttentionTest, MatchesCpuReference) {
   std::vector<int32_t> positions(c.n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  Tensor ref = Tensor::Zeros(DType::kF32, {c.n, c.heads * c.head_dim});
-  AttentionArgs cpu_args;
-  cpu_args.q = &q;
-  cpu_args.k_cache = &k;
-  cpu_args.v_cache = &v;
-  cpu_args.num_keys = keys;
-  cpu_args.query_positions = positions;
-  cpu_args.num_heads = c.heads;
-  cpu_args.num_kv_heads = c.kv_heads;
-  cpu_args.head_dim = c.head_dim;
-  cpu_args.scale = scale;
-  cpu_args.out = &ref;
-  cpu::Attention(cpu_args);
+  const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
+                                            c.heads, c.kv_heads, c.head_dim);
 
   const Tensor dq = Upload(q), dv = Upload(v);
   // Rows past the sequence hold NaN, as a recycled cache may: they must not
@@ -255,19 +234,9 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
   Tensor vc_ref = Tensor::FromF32(v_cache.ToF32Vector(), v_cache.shape());
   cpu::WriteRows(k_ref, positions, &kc_ref);
   cpu::WriteRows(v, positions, &vc_ref);
-  Tensor ref = Tensor::Zeros(DType::kF32, {1, qd});
-  AttentionArgs cpu_args;
-  cpu_args.q = &q_ref;
-  cpu_args.k_cache = &kc_ref;
-  cpu_args.v_cache = &vc_ref;
-  cpu_args.num_keys = c.pos + 1;
-  cpu_args.query_positions = positions;
-  cpu_args.num_heads = c.heads;
-  cpu_args.num_kv_heads = c.kv_heads;
-  cpu_args.head_dim = c.head_dim;
-  cpu_args.scale = scale;
-  cpu_args.out = &ref;
-  cpu::Attention(cpu_args);
+  const Tensor ref =
+      testutil::CpuAttention(q_ref, kc_ref, vc_ref, c.pos + 1, positions, {},
+                             c.heads, c.kv_heads, c.head_dim);
 
   // Device caches: rows pos.. poisoned (the fused kernel overwrites row pos).
   const auto upload_poisoned = [&](const Tensor& host) {
@@ -405,19 +374,8 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
     const Tensor q = RandomHost({1, width});
     const std::vector<int32_t> positions = {static_cast<int32_t>(keys - 1)};
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    Tensor ref = Tensor::Zeros(DType::kF32, {1, width});
-    AttentionArgs cpu_args;
-    cpu_args.q = &q;
-    cpu_args.k_cache = &k;
-    cpu_args.v_cache = &v;
-    cpu_args.num_keys = keys;
-    cpu_args.query_positions = positions;
-    cpu_args.num_heads = heads;
-    cpu_args.num_kv_heads = heads;
-    cpu_args.head_dim = hd;
-    cpu_args.scale = scale;
-    cpu_args.out = &ref;
-    cpu::Attention(cpu_args);
+    const Tensor ref =
+        testutil::CpuAttention(q, k, v, keys, positions, {}, heads, heads, hd);
 
     Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
     const Tensor dpos = Upload(Tensor::FromI32(positions, {1}));

@@ -16,6 +16,7 @@
 
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "tests/cuda/attention_reference.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -67,20 +68,8 @@ TEST_P(FlashPrefillTest, MatchesCpuReference) {
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
-  Tensor ref = Tensor::Zeros(DType::kF32, {c.n, c.heads * c.head_dim});
-  AttentionArgs cpu_args;
-  cpu_args.q = &q;
-  cpu_args.k_cache = &k;
-  cpu_args.v_cache = &v;
-  cpu_args.num_keys = keys;
-  cpu_args.query_positions = positions;
-  cpu_args.key_positions = key_rows;
-  cpu_args.num_heads = c.heads;
-  cpu_args.num_kv_heads = c.kv_heads;
-  cpu_args.head_dim = c.head_dim;
-  cpu_args.scale = scale;
-  cpu_args.out = &ref;
-  cpu::Attention(cpu_args);
+  const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, key_rows,
+                                            c.heads, c.kv_heads, c.head_dim);
 
   // Cache rows that are not keys hold NaN (a recycled cache may): they must
   // not leak into the result.

@@ -18,6 +18,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/cuda/attention_reference.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_paths.h"
 
@@ -54,20 +55,8 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
-  Tensor ref = Tensor::Zeros(DType::kF32, {c.rows, c.heads * c.head_dim});
-  AttentionArgs cpu_args;
-  cpu_args.q = &q;
-  cpu_args.k_cache = &k;
-  cpu_args.v_cache = &v;
-  cpu_args.num_keys = c.live;
-  cpu_args.query_positions = qpos;
-  cpu_args.key_positions = keys;
-  cpu_args.num_heads = c.heads;
-  cpu_args.num_kv_heads = c.kv_heads;
-  cpu_args.head_dim = c.head_dim;
-  cpu_args.scale = scale;
-  cpu_args.out = &ref;
-  cpu::Attention(cpu_args);
+  const Tensor ref = testutil::CpuAttention(q, k, v, c.live, qpos, keys,
+                                            c.heads, c.kv_heads, c.head_dim);
 
   const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
   const Tensor dpos = Upload(Tensor::FromI32(qpos, {c.rows}));

@@ -1,0 +1,43 @@
+// The reference every CUDA attention test compares against: kernels/cpu's
+// attention, with the graph's scale 1 / sqrt(head_dim).
+#ifndef DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
+#define DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/types/span.h"
+#include "core/graph/backend.h"
+#include "core/tensor.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace dynsparse::cuda::testutil {
+
+// q [rows, heads * head_dim] over the cache rows 0..num_keys-1, or over
+// `key_positions` (ascending) when it is not empty; f32 [rows, heads *
+// head_dim].
+inline Tensor CpuAttention(const Tensor& q, const Tensor& k_cache,
+                           const Tensor& v_cache, int64_t num_keys,
+                           absl::Span<const int32_t> query_positions,
+                           absl::Span<const int32_t> key_positions,
+                           int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  Tensor out = Tensor::Zeros(DType::kF32, {q.dim(0), heads * head_dim});
+  AttentionArgs args;
+  args.q = &q;
+  args.k_cache = &k_cache;
+  args.v_cache = &v_cache;
+  args.num_keys = num_keys;
+  args.query_positions = query_positions;
+  args.key_positions = key_positions;
+  args.num_heads = heads;
+  args.num_kv_heads = kv_heads;
+  args.head_dim = head_dim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  args.out = &out;
+  cpu::Attention(args);
+  return out;
+}
+
+}  // namespace dynsparse::cuda::testutil
+
+#endif  // DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
