@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_switches.h"
 #include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/flash_prefill.h"
 #include "kernels/cuda/gemv.h"
@@ -122,38 +121,14 @@ uint64_t MixDouble(uint64_t h, double v) {
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     const CudaBackendOptions& options) {
-  absl::StatusOr<std::unique_ptr<DeviceContext>> ctx =
-      DeviceContext::Create(options.device);
-  if (!ctx.ok()) return ctx.status();
   CudaBackendOptions opts = options;
-  // A/B switches (docs/cuda.md): "0" turns a fusion or kernel off.
-  const std::pair<const char*, bool*> off_switches[] = {
-      {"DYNSPARSE_CUDA_FUSE", &opts.fused_ops},
-      {"DYNSPARSE_CUDA_FUSE_ATTENTION", &opts.fused_decode_attention},
-      {"DYNSPARSE_CUDA_FUSE_NORM", &opts.fuse_norm},
-      {"DYNSPARSE_CUDA_GATED_PAIRS", &opts.gated_pairs},
-      {"DYNSPARSE_CUDA_SPLIT_ATTENTION", &opts.split_prefill_attention},
-      {"DYNSPARSE_CUDA_FLASH_PREFILL", &opts.flash_prefill_attention},
-  };
-  for (const auto& [name, flag] : off_switches) {
-    if (const char* v = std::getenv(name);
-        v != nullptr && std::strcmp(v, "0") == 0) {
-      *flag = false;
-    }
+  if (absl::Status s = ApplyCudaSwitches(ProcessEnvironment(), &opts);
+      !s.ok()) {
+    return s;
   }
-  // Sizes: {name, field, smallest accepted value}.
-  const std::tuple<const char*, int64_t*, int64_t> size_switches[] = {
-      {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS",
-       &opts.fused_decode_attention_max_keys, 0},
-      {"DYNSPARSE_CUDA_DECODE_CHUNK", &opts.decode_chunk_keys, 1},
-      {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS", &opts.tensor_core_attention_rows, 1},
-  };
-  for (const auto& [name, field, min] : size_switches) {
-    if (const char* v = std::getenv(name);
-        v != nullptr && std::atoll(v) >= min) {
-      *field = std::atoll(v);
-    }
-  }
+  absl::StatusOr<std::unique_ptr<DeviceContext>> ctx =
+      DeviceContext::Create(opts.device);
+  if (!ctx.ok()) return ctx.status();
   std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(*ctx), opts));
   if (absl::Status s = backend->Init(); !s.ok()) return s;
   return backend;

@@ -1,0 +1,62 @@
+// CudaBackendOptions: what a CudaBackend runs, as plain data (no CUDA
+// headers), so the DYNSPARSE_CUDA_* switches (cuda_switches.h) are parsed and
+// tested without a GPU.
+#ifndef DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_OPTIONS_H_
+#define DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_OPTIONS_H_
+
+#include <cstdint>
+
+namespace dynsparse::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;
+  bool cuda_graphs = true;  // Capture and replay single-token steps.
+  // Prefills of at least this many rows run attention on tensor cores (f16
+  // operands, attention.h); shorter ones, and decode, stay in f32.
+  // DYNSPARSE_CUDA_TC_ATTENTION_ROWS=N overrides it (A/B timing).
+  int64_t tensor_core_attention_rows = 256;
+  // Prefills whose (query tile, head) grid leaves SMs idle split the keys
+  // over more blocks (attention.h key_splits): a token step that revives a
+  // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
+  // turns it off (A/B timing).
+  bool split_prefill_attention = true;
+  // Tensor-core prefills without key splits run the FlashAttention-2-style
+  // kernel (flash_prefill.h) instead of PrefillAttention's.
+  // DYNSPARSE_CUDA_FLASH_PREFILL=0 restores the old kernel (A/B timing).
+  bool flash_prefill_attention = true;
+  // RopeWriteKv as one kernel, decode attention merging its chunks in the
+  // same launch, the ungated MLP's activation in the up GEMV's epilogue
+  // (LinearActivate) and, at batch 1, SwiGLU's activation in the up/gate GEMV
+  // epilogue and its product in the down GEMV's input (GatedMlp): four
+  // launches fewer per decode layer. The
+  // environment variable DYNSPARSE_CUDA_FUSE=0 turns it off (A/B timing).
+  bool fused_ops = true;
+  // With fused_ops: a decode row's RoPE and KV-cache write inside its decode
+  // attention (RopeWriteKvAttention, one launch instead of two per layer).
+  // DYNSPARSE_CUDA_FUSE_ATTENTION=0 keeps them apart (A/B timing).
+  bool fused_decode_attention = true;
+  // ... for KV caches of at most this many rows (0: any). The fused kernel
+  // saves a launch but is slower on the multi-wave grids of long caches
+  // (H200, h200_run7_rope, per layer: -1.8 us at 129 keys, even at 1k,
+  // +2.3 us at 4k, +16 us at 16k), likely from its registers (109 vs 80:
+  // 2 blocks per SM instead of 3). DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=N
+  // overrides it.
+  int64_t fused_decode_attention_max_keys = 2048;
+  // Keys per block of the split-K decode attention (16, 32 or 64; head_dim
+  // 128 only, attention.h). DYNSPARSE_CUDA_DECODE_CHUNK=N overrides it.
+  int64_t decode_chunk_keys = 64;
+  // With fused_ops, dense decode without norm launches (Backend::
+  // FusesInputNorm): the q/k/v, up/gate and lm_head GEMVs apply the
+  // block's RMSNorm/LayerNorm while loading x, and the o-proj and down GEMVs
+  // add into the residual in their epilogue. DYNSPARSE_CUDA_FUSE_NORM=0
+  // restores the AddNorm route (A/B timing).
+  bool fuse_norm = true;
+  // On that route the up/gate GEMV writes act(gate) * up (gemv.h
+  // gated_pairs) for the down GEMV. DYNSPARSE_CUDA_GATED_PAIRS=0 forms the
+  // product in the down GEMV's load instead (GatedGemv; A/B timing).
+  bool gated_pairs = true;
+};
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_OPTIONS_H_

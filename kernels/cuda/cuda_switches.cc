@@ -1,0 +1,146 @@
+#include "kernels/cuda/cuda_switches.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+extern char** environ;
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr absl::string_view kPrefix = "DYNSPARSE_CUDA_";
+
+using Options = CudaBackendOptions;
+
+// "0" turns a fusion or kernel off; "1" leaves the option as it was given.
+struct OnOff {
+  absl::string_view name;
+  bool Options::*field;  // nullptr: read where it applies.
+};
+constexpr OnOff kOnOff[] = {
+    {"FUSE", &Options::fused_ops},
+    {"FUSE_ATTENTION", &Options::fused_decode_attention},
+    {"FUSE_NORM", &Options::fuse_norm},
+    {"GATED_PAIRS", &Options::gated_pairs},
+    {"SPLIT_ATTENTION", &Options::split_prefill_attention},
+    {"FLASH_PREFILL", &Options::flash_prefill_attention},
+    {"PDL", nullptr},
+    {"EARLY_LOADS", nullptr},
+};
+
+// A whole number, at least `min`, or one of `choices` when given.
+struct Number {
+  absl::string_view name;
+  int64_t Options::*field;
+  int64_t min;
+  absl::string_view choices;  // '|'-separated; empty: any value >= min.
+};
+constexpr Number kNumbers[] = {
+    {"FUSE_ATTENTION_MAX_KEYS", &Options::fused_decode_attention_max_keys, 0,
+     ""},
+    {"TC_ATTENTION_ROWS", &Options::tensor_core_attention_rows, 1, ""},
+    // The decode kernel has 16-, 32- and 64-key chunk variants.
+    {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
+};
+
+// Flash prefill block shapes (warps x blocks per SM), read by
+// DefaultFlashPrefillConfig.
+constexpr absl::string_view kFlashConfigChoices = "4x2|4x3|8x1";
+
+// Build settings that share the prefix (tools/build.sh); no backend reads
+// them.
+constexpr absl::string_view kBuildOnly[] = {"ARCHS"};
+
+bool IsChoice(absl::string_view choices, absl::string_view value) {
+  for (absl::string_view c : absl::StrSplit(choices, '|')) {
+    if (c == value) return true;
+  }
+  return false;
+}
+
+absl::Status BadValue(absl::string_view name, absl::string_view value,
+                      absl::string_view accepted) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("environment variable ", kPrefix, name, "='", value,
+                   "': expected ", accepted, " (docs/cuda.md)"));
+}
+
+std::string KnownNames() {
+  std::vector<absl::string_view> names;
+  for (const OnOff& s : kOnOff) names.push_back(s.name);
+  for (const Number& s : kNumbers) names.push_back(s.name);
+  names.push_back("FLASH_CONFIG");
+  return absl::StrJoin(names, ", ");
+}
+
+absl::Status ApplyOne(absl::string_view name, absl::string_view value,
+                      Options* options) {
+  for (const OnOff& s : kOnOff) {
+    if (s.name != name) continue;
+    if (value != "0" && value != "1") return BadValue(name, value, "0 or 1");
+    if (s.field != nullptr && value == "0") options->*s.field = false;
+    return absl::OkStatus();
+  }
+  for (const Number& s : kNumbers) {
+    if (s.name != name) continue;
+    int64_t n = 0;
+    const bool ok =
+        absl::SimpleAtoi(value, &n) &&
+        (s.choices.empty() ? n >= s.min : IsChoice(s.choices, value));
+    if (!ok) {
+      return BadValue(name, value,
+                      s.choices.empty()
+                          ? absl::StrCat("a whole number >= ", s.min)
+                          : absl::StrCat("one of ", s.choices));
+    }
+    options->*s.field = n;
+    return absl::OkStatus();
+  }
+  if (name == "FLASH_CONFIG") {
+    return IsChoice(kFlashConfigChoices, value)
+               ? absl::OkStatus()
+               : BadValue(name, value,
+                          absl::StrCat("one of ", kFlashConfigChoices));
+  }
+  for (absl::string_view build : kBuildOnly) {
+    if (name == build) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown environment variable ", kPrefix, name,
+                   " (the CUDA backend reads ", kPrefix, "{", KnownNames(),
+                   "}; docs/cuda.md)"));
+}
+
+}  // namespace
+
+absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
+                               CudaBackendOptions* options) {
+  for (absl::string_view entry : environment) {
+    if (!absl::StartsWith(entry, kPrefix)) continue;
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view name =
+        entry.substr(kPrefix.size(), eq - kPrefix.size());
+    if (absl::Status s = ApplyOne(name, entry.substr(eq + 1), options);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<absl::string_view> ProcessEnvironment() {
+  std::vector<absl::string_view> entries;
+  for (char** env = environ; env != nullptr && *env != nullptr; ++env) {
+    entries.emplace_back(*env);
+  }
+  return entries;
+}
+
+}  // namespace dynsparse::cuda

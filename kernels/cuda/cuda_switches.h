@@ -1,0 +1,29 @@
+// The DYNSPARSE_CUDA_* environment variables: A/B timing switches of the CUDA
+// backend (docs/cuda.md has the table), read when a backend is created.
+#ifndef DYNSPARSE_KERNELS_CUDA_CUDA_SWITCHES_H_
+#define DYNSPARSE_KERNELS_CUDA_CUDA_SWITCHES_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "kernels/cuda/cuda_backend_options.h"
+
+namespace dynsparse::cuda {
+
+// Applies the switches in `environment` (entries "NAME=VALUE", as in
+// environ) to `options`. A DYNSPARSE_CUDA_ name the backend does not know, or
+// a value its switch does not take, is InvalidArgument naming the variable
+// and what it accepts: a typo in an A/B run must fail, not time the default.
+// PDL, EARLY_LOADS (DeviceContext) and FLASH_CONFIG (flash_prefill.cu) are
+// read where they apply and only checked here.
+absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
+                               CudaBackendOptions* options);
+
+// This process's environment, as ApplyCudaSwitches takes it.
+std::vector<absl::string_view> ProcessEnvironment();
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_CUDA_SWITCHES_H_

@@ -1,0 +1,117 @@
+// The DYNSPARSE_CUDA_* switches parse without a GPU: applied values land in
+// the options, and a typo or a value the backend cannot use is an error that
+// names the variable.
+#include "kernels/cuda/cuda_switches.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::Status Apply(std::vector<absl::string_view> env,
+                   CudaBackendOptions* options) {
+  return ApplyCudaSwitches(env, options);
+}
+
+TEST(CudaSwitchesTest, NoSwitchesLeaveTheOptions) {
+  CudaBackendOptions o;
+  o.fuse_norm = false;
+  o.decode_chunk_keys = 32;
+  ASSERT_TRUE(Apply({"PATH=/usr/bin", "DYNSPARSE_DATA=/data"}, &o).ok());
+  EXPECT_FALSE(o.fuse_norm);
+  EXPECT_EQ(o.decode_chunk_keys, 32);
+  EXPECT_TRUE(o.flash_prefill_attention);
+}
+
+TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
+  CudaBackendOptions o;
+  o.gated_pairs = false;
+  ASSERT_TRUE(
+      Apply({"DYNSPARSE_CUDA_FLASH_PREFILL=0", "DYNSPARSE_CUDA_FUSE_NORM=0",
+             "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1"},
+            &o)
+          .ok());
+  EXPECT_FALSE(o.flash_prefill_attention);
+  EXPECT_FALSE(o.fuse_norm);
+  EXPECT_FALSE(o.gated_pairs);
+  EXPECT_TRUE(o.fused_ops);
+  EXPECT_TRUE(o.split_prefill_attention);
+}
+
+TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
+  CudaBackendOptions o;
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
+                     "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
+                     "DYNSPARSE_CUDA_DECODE_CHUNK=16"},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.tensor_core_attention_rows, 9);
+  EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
+  EXPECT_EQ(o.decode_chunk_keys, 16);
+}
+
+TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
+  CudaBackendOptions o;
+  EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_PDL=0", "DYNSPARSE_CUDA_EARLY_LOADS=1",
+                     "DYNSPARSE_CUDA_FLASH_CONFIG=8x1",
+                     "DYNSPARSE_CUDA_ARCHS=80-virtual;90a-real"},
+                    &o)
+                  .ok());
+  const absl::Status s = Apply({"DYNSPARSE_CUDA_FLASH_CONFIG=4x4"}, &o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("DYNSPARSE_CUDA_FLASH_CONFIG='4x4'"));
+  EXPECT_THAT(s.message(), HasSubstr("4x2|4x3|8x1"));
+}
+
+TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
+  struct Case {
+    absl::string_view entry, expected;
+  };
+  const Case cases[] = {
+      {"DYNSPARSE_CUDA_FUSE_NORM=false", "0 or 1"},
+      {"DYNSPARSE_CUDA_PDL=", "0 or 1"},
+      {"DYNSPARSE_CUDA_DECODE_CHUNK=48", "one of 16|32|64"},
+      {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
+      {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
+      {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
+  };
+  for (const Case& c : cases) {
+    CudaBackendOptions o;
+    const absl::Status s = Apply({c.entry}, &o);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.entry;
+    const absl::string_view name = c.entry.substr(0, c.entry.find('='));
+    EXPECT_THAT(s.message(), HasSubstr(std::string(name))) << c.entry;
+    EXPECT_THAT(s.message(), HasSubstr(std::string(c.expected))) << c.entry;
+  }
+}
+
+TEST(CudaSwitchesTest, UnknownNameIsAnErrorListingTheKnownOnes) {
+  CudaBackendOptions o;
+  const absl::Status s = Apply({"DYNSPARSE_CUDA_FUSE_NROM=0"}, &o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("unknown environment variable DYNSPARSE_CUDA_FUSE_NROM"));
+  EXPECT_THAT(s.message(), HasSubstr("FUSE_NORM"));
+  EXPECT_TRUE(o.fuse_norm);
+}
+
+TEST(CudaSwitchesTest, ProcessEnvironmentSeesSetVariables) {
+  ASSERT_EQ(setenv("DYNSPARSE_CUDA_SWITCHES_TEST", "1", 1), 0);
+  const std::vector<absl::string_view> env = ProcessEnvironment();
+  EXPECT_THAT(env, ::testing::Contains("DYNSPARSE_CUDA_SWITCHES_TEST=1"));
+  CudaBackendOptions o;
+  EXPECT_FALSE(ApplyCudaSwitches(env, &o).ok());
+  ASSERT_EQ(unsetenv("DYNSPARSE_CUDA_SWITCHES_TEST"), 0);
+}
+
+}  // namespace
+}  // namespace dynsparse::cuda
