@@ -12,7 +12,7 @@
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/rope.h"
-#include "tests/cuda/attention_reference.h"
+#include "tests/cuda/attention_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -39,7 +39,6 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   std::vector<int32_t> positions(c.n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
                                             c.heads, c.kv_heads, c.head_dim);
@@ -47,15 +46,8 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
   const Tensor dpos =
       Upload(Tensor::FromI32(positions, {static_cast<int64_t>(c.n)}));
-  DeviceAttentionArgs args;
-  args.q = &dq;
-  args.k_cache = &dk;
-  args.v_cache = &dv;
-  args.positions = dpos.data<int32_t>();
-  args.num_heads = c.heads;
-  args.num_kv_heads = c.kv_heads;
-  args.head_dim = c.head_dim;
-  args.scale = scale;
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, c.heads, c.kv_heads, c.head_dim);
 
   Tensor prefill_out = PoisonedDevice(DType::kF32, ref.shape());
   args.out = &prefill_out;
@@ -136,7 +128,6 @@ TEST_P(TensorCoreAttentionTest, MatchesCpuReference) {
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   std::vector<int32_t> positions(c.n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
                                             c.heads, c.kv_heads, c.head_dim);
 
@@ -151,15 +142,8 @@ TEST_P(TensorCoreAttentionTest, MatchesCpuReference) {
   const Tensor dpos =
       Upload(Tensor::FromI32(positions, {static_cast<int64_t>(c.n)}));
   Tensor out = PoisonedDevice(DType::kF32, ref.shape());
-  DeviceAttentionArgs args;
-  args.q = &dq;
-  args.k_cache = &dk;
-  args.v_cache = &dv;
-  args.positions = dpos.data<int32_t>();
-  args.num_heads = c.heads;
-  args.num_kv_heads = c.kv_heads;
-  args.head_dim = c.head_dim;
-  args.scale = scale;
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, c.heads, c.kv_heads, c.head_dim);
   args.out = &out;
   args.tensor_cores = true;
   ASSERT_TRUE(PrefillAttention(ctx(), args, keys).ok());
@@ -373,7 +357,6 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
     const Tensor v = Tensor::FromF32(cache, {capacity, width});
     const Tensor q = RandomHost({1, width});
     const std::vector<int32_t> positions = {static_cast<int32_t>(keys - 1)};
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const Tensor ref =
         testutil::CpuAttention(q, k, v, keys, positions, {}, heads, heads, hd);
 
@@ -383,15 +366,8 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
         AllocateDevice(ctx(), DType::kI32, {heads});
     ASSERT_TRUE(counters.ok());
     ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
-    DeviceAttentionArgs args;
-    args.q = &dq;
-    args.k_cache = &dk;
-    args.v_cache = &dv;
-    args.positions = dpos.data<int32_t>();
-    args.num_heads = heads;
-    args.num_kv_heads = heads;
-    args.head_dim = hd;
-    args.scale = scale;
+    DeviceAttentionArgs args =
+        testutil::DeviceArgs(dq, dk, dv, dpos, heads, heads, hd);
     Tensor out = PoisonedDevice(DType::kF32, {1, width});
     args.out = &out;
     args.decode_chunk_keys = 16;

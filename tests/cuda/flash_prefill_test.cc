@@ -16,7 +16,7 @@
 
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "tests/cuda/attention_reference.h"
+#include "tests/cuda/attention_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -66,7 +66,6 @@ TEST_P(FlashPrefillTest, MatchesCpuReference) {
   const Tensor q = RandomHost({c.n, c.heads * c.head_dim});
   const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, key_rows,
                                             c.heads, c.kv_heads, c.head_dim);
@@ -93,20 +92,13 @@ TEST_P(FlashPrefillTest, MatchesCpuReference) {
   const Tensor dpos =
       Upload(Tensor::FromI32(positions, {static_cast<int64_t>(c.n)}));
   Tensor dkeys;
-  DeviceAttentionArgs args;
-  args.q = &dq;
-  args.k_cache = &dk;
-  args.v_cache = &dv;
-  args.positions = dpos.data<int32_t>();
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, c.heads, c.kv_heads, c.head_dim);
   if (c.key_list) {
     dkeys = Upload(Tensor::FromI32(key_rows, {keys}));
     args.key_rows = dkeys.data<int32_t>();
     args.num_keys = keys;
   }
-  args.num_heads = c.heads;
-  args.num_kv_heads = c.kv_heads;
-  args.head_dim = c.head_dim;
-  args.scale = scale;
   for (const FlashPrefillConfig config : kConfigs) {
     Tensor out = PoisonedDevice(DType::kF32, ref.shape());
     args.out = &out;
@@ -158,15 +150,8 @@ TEST_F(FlashPrefillLlamaShapeTest, MatchesOldKernelAndPrintsTimes) {
   std::vector<int32_t> positions(n);
   std::iota(positions.begin(), positions.end(), 0);
   const Tensor dpos = Upload(Tensor::FromI32(positions, {n}));
-  DeviceAttentionArgs args;
-  args.q = &dq;
-  args.k_cache = &dk;
-  args.v_cache = &dv;
-  args.positions = dpos.data<int32_t>();
-  args.num_heads = heads;
-  args.num_kv_heads = heads;
-  args.head_dim = d;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(d));
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, heads, heads, d);
   args.tensor_cores = true;
   Tensor old_out = PoisonedDevice(DType::kF32, {n, heads * d});
   Tensor scratch =

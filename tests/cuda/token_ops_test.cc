@@ -18,7 +18,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "tests/cuda/attention_reference.h"
+#include "tests/cuda/attention_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_paths.h"
 
@@ -53,7 +53,6 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
   const Tensor q = RandomHost({c.rows, c.heads * c.head_dim});
   const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
   const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   const Tensor ref = testutil::CpuAttention(q, k, v, c.live, qpos, keys,
                                             c.heads, c.kv_heads, c.head_dim);
@@ -61,17 +60,10 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
   const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
   const Tensor dpos = Upload(Tensor::FromI32(qpos, {c.rows}));
   const Tensor dkeys = Upload(Tensor::FromI32(keys, {c.live}));
-  DeviceAttentionArgs args;
-  args.q = &dq;
-  args.k_cache = &dk;
-  args.v_cache = &dv;
-  args.positions = dpos.data<int32_t>();
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, c.heads, c.kv_heads, c.head_dim);
   args.key_rows = dkeys.data<int32_t>();
   args.num_keys = c.live;
-  args.num_heads = c.heads;
-  args.num_kv_heads = c.kv_heads;
-  args.head_dim = c.head_dim;
-  args.scale = scale;
 
   Tensor out = PoisonedDevice(DType::kF32, ref.shape());
   args.out = &out;

@@ -1,7 +1,8 @@
-// The reference every CUDA attention test compares against: kernels/cpu's
-// attention, with the graph's scale 1 / sqrt(head_dim).
-#ifndef DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
-#define DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
+// What the CUDA attention tests share: the CPU reference they compare
+// against (kernels/cpu's attention) and the device arguments, both with the
+// graph's scale 1 / sqrt(head_dim).
+#ifndef DYNSPARSE_TESTS_CUDA_ATTENTION_TEST_UTIL_H_
+#define DYNSPARSE_TESTS_CUDA_ATTENTION_TEST_UTIL_H_
 
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "core/graph/backend.h"
 #include "core/tensor.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/attention.h"
 
 namespace dynsparse::cuda::testutil {
 
@@ -38,6 +40,25 @@ inline Tensor CpuAttention(const Tensor& q, const Tensor& k_cache,
   return out;
 }
 
+// Device attention over device q, k_cache, v_cache and positions (i32 [rows]),
+// which must outlive the result; `out` and the path options are left to the
+// caller.
+inline DeviceAttentionArgs DeviceArgs(const Tensor& q, const Tensor& k_cache,
+                                      const Tensor& v_cache,
+                                      const Tensor& positions, int64_t heads,
+                                      int64_t kv_heads, int64_t head_dim) {
+  DeviceAttentionArgs args;
+  args.q = &q;
+  args.k_cache = &k_cache;
+  args.v_cache = &v_cache;
+  args.positions = positions.data<int32_t>();
+  args.num_heads = heads;
+  args.num_kv_heads = kv_heads;
+  args.head_dim = head_dim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return args;
+}
+
 }  // namespace dynsparse::cuda::testutil
 
-#endif  // DYNSPARSE_TESTS_CUDA_ATTENTION_REFERENCE_H_
+#endif  // DYNSPARSE_TESTS_CUDA_ATTENTION_TEST_UTIL_H_
