@@ -5,7 +5,9 @@
 # the git-ignored .device_stash/ (carry `.device_stash/ref-llama` when the run
 # needs one model: ~22 MiB of tree + 30 MiB fits); afterwards
 # `tools/device_stash.sh in` puts them back (same filesystem: a rename, so
-# readers that already opened a file are unaffected).
+# readers that already opened a file are unaffected). The committed DejaVu
+# predictors of the reference models (results/dejavu/predictors, ~12 MiB; the
+# GPU runs use random:D predictors) travel the same way.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 stash="$repo/.device_stash"
@@ -19,8 +21,20 @@ case "${1:-}" in
       # Everything else of the model folder, so a carried stash is loadable.
       cp "$dir"/*.json "$stash/$name/" 2>/dev/null || true
     done
+    for file in "$repo"/results/dejavu/predictors/*/predictors.safetensors; do
+      [[ -f "$file" ]] || continue
+      name="$(basename "$(dirname "$file")")"
+      mkdir -p "$stash/predictors/$name"
+      mv "$file" "$stash/predictors/$name/"
+    done
     ;;
   in)
+    for file in "$stash"/predictors/*/predictors.safetensors; do
+      [[ -f "$file" ]] || continue
+      name="$(basename "$(dirname "$file")")"
+      mv "$file" "$repo/results/dejavu/predictors/$name/"
+    done
+    rm -rf "$stash/predictors"
     for dir in "$stash"/*/; do
       [[ -d "$dir" ]] || continue
       name="$(basename "$dir")"
@@ -29,8 +43,8 @@ case "${1:-}" in
       fi
     done
     rm -rf "$stash"
-    git -C "$repo" diff --quiet -- models || {
-      echo "device_stash: models/ differs from git after restore" >&2
+    git -C "$repo" diff --quiet -- models results/dejavu/predictors || {
+      echo "device_stash: models/ or predictors differ from git after restore" >&2
       exit 1
     }
     ;;
