@@ -101,9 +101,9 @@ uint64_t MixTensor(uint64_t h, const Tensor& t) {
 
 // The backend name's note on prefill attention: the old kernel, or a
 // flash block shape other than the default.
-std::string FlashPrefillName(bool flash) {
-  if (!flash) return ", old prefill attention";
-  const FlashPrefillConfig c = DefaultFlashPrefillConfig();
+std::string FlashPrefillName(const CudaBackendOptions& options) {
+  if (!options.flash_prefill_attention) return ", old prefill attention";
+  const FlashPrefillConfig c = options.flash_prefill_config;
   const FlashPrefillConfig standard;
   if (c.warps == standard.warps && c.min_blocks == standard.min_blocks) {
     return "";
@@ -179,7 +179,7 @@ std::string CudaBackend::name() const {
       options_.fused_ops ? "" : ", unfused",
       FusesInputNorm() || !options_.fused_ops ? "" : ", unfused norms",
       options_.gated_pairs ? "" : ", no gated pairs",
-      FlashPrefillName(options_.flash_prefill_attention),
+      FlashPrefillName(options_),
       options_.fused_ops && !options_.fused_decode_attention
           ? ", unfused attention"
           : "",
@@ -757,13 +757,14 @@ void CudaBackend::Attention(const AttentionArgs& args) {
       FlashPrefillSupported(d)) {
     const int64_t bytes = FlashPrefillScratchBytes(d, args.num_keys);
     Tensor scratch = Allocate(DType::kF16, {std::max<int64_t>(1, bytes / 2)});
-    const FlashPrefillConfig config = DefaultFlashPrefillConfig();
+    const FlashPrefillConfig config = options_.flash_prefill_config;
     if (!Op(Mix(
             MixTensor(Mix(sig, args.num_keys), scratch),
             static_cast<uint64_t>(config.warps * 10 + config.min_blocks)))) {
       return;
     }
-    Check(FlashPrefillAttention(*ctx_, d, args.num_keys, scratch.raw_data()),
+    Check(FlashPrefillAttention(*ctx_, d, args.num_keys, scratch.raw_data(),
+                                config),
           "Attention");
     return;
   }

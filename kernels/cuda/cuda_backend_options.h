@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/flash_prefill_config.h"
+
 namespace dynsparse::cuda {
 
 struct CudaBackendOptions {
@@ -24,6 +26,8 @@ struct CudaBackendOptions {
   // kernel (flash_prefill.h) instead of PrefillAttention's.
   // DYNSPARSE_CUDA_FLASH_PREFILL=0 restores the old kernel (A/B timing).
   bool flash_prefill_attention = true;
+  // Its block shape; DYNSPARSE_CUDA_FLASH_CONFIG=4x2|4x3|8x1 overrides it.
+  FlashPrefillConfig flash_prefill_config;
   // RopeWriteKv as one kernel, decode attention merging its chunks in the
   // same launch, the ungated MLP's activation in the up GEMV's epilogue
   // (LinearActivate) and, at batch 1, SwiGLU's activation in the up/gate GEMV

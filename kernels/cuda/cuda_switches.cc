@@ -49,9 +49,14 @@ constexpr Number kNumbers[] = {
     {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
 };
 
-// Flash prefill block shapes (warps x blocks per SM), read by
-// DefaultFlashPrefillConfig.
-constexpr absl::string_view kFlashConfigChoices = "4x2|4x3|8x1";
+// Flash prefill block shapes (warps x blocks per SM) the kernel is built
+// for (flash_prefill.cu).
+struct FlashShape {
+  absl::string_view name;
+  FlashPrefillConfig config;
+};
+constexpr FlashShape kFlashShapes[] = {
+    {"4x2", {4, 2}}, {"4x3", {4, 3}}, {"8x1", {8, 1}}};
 
 // Build settings that share the prefix (tools/build.sh); no backend reads
 // them.
@@ -103,10 +108,18 @@ absl::Status ApplyOne(absl::string_view name, absl::string_view value,
     return absl::OkStatus();
   }
   if (name == "FLASH_CONFIG") {
-    return IsChoice(kFlashConfigChoices, value)
-               ? absl::OkStatus()
-               : BadValue(name, value,
-                          absl::StrCat("one of ", kFlashConfigChoices));
+    for (const FlashShape& shape : kFlashShapes) {
+      if (shape.name != value) continue;
+      options->flash_prefill_config = shape.config;
+      return absl::OkStatus();
+    }
+    return BadValue(
+        name, value,
+        absl::StrCat("one of ",
+                     absl::StrJoin(kFlashShapes, "|",
+                                   [](std::string* out, const FlashShape& s) {
+                                     absl::StrAppend(out, s.name);
+                                   })));
   }
   for (absl::string_view build : kBuildOnly) {
     if (name == build) return absl::OkStatus();

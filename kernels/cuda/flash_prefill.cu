@@ -15,9 +15,8 @@
 
 #include <climits>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
@@ -372,19 +371,6 @@ absl::Status LaunchFlash(DeviceContext& ctx, const FlashArgs& a, int heads) {
 
 }  // namespace
 
-FlashPrefillConfig DefaultFlashPrefillConfig() {
-  static const FlashPrefillConfig config = [] {
-    FlashPrefillConfig c;
-    const char* env = std::getenv("DYNSPARSE_CUDA_FLASH_CONFIG");
-    if (env == nullptr) return c;
-    if (std::strcmp(env, "8x1") == 0) c = {8, 1};
-    if (std::strcmp(env, "4x2") == 0) c = {4, 2};
-    if (std::strcmp(env, "4x3") == 0) c = {4, 3};
-    return c;
-  }();
-  return config;
-}
-
 bool FlashPrefillSupported(const DeviceAttentionArgs& args) {
   const auto f32_matrix = [](const Tensor* t) {
     return t != nullptr && t->device() == Device::kCuda &&
@@ -461,24 +447,19 @@ absl::Status FlashPrefillAttention(DeviceContext& ctx,
     if (absl::Status s = LastLaunchStatus("KvToHalfKernel"); !s.ok()) return s;
   }
   const int heads = static_cast<int>(args.num_heads);
-  if (args.head_dim == 64) {
+  const auto launch = [&](auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
     switch (kind) {
       case 81:
-        return LaunchFlash<64, 8, 1>(ctx, a, heads);
+        return LaunchFlash<D, 8, 1>(ctx, a, heads);
       case 43:
-        return LaunchFlash<64, 4, 3>(ctx, a, heads);
+        return LaunchFlash<D, 4, 3>(ctx, a, heads);
       default:
-        return LaunchFlash<64, 4, 2>(ctx, a, heads);
+        return LaunchFlash<D, 4, 2>(ctx, a, heads);
     }
-  }
-  switch (kind) {
-    case 81:
-      return LaunchFlash<128, 8, 1>(ctx, a, heads);
-    case 43:
-      return LaunchFlash<128, 4, 3>(ctx, a, heads);
-    default:
-      return LaunchFlash<128, 4, 2>(ctx, a, heads);
-  }
+  };
+  return args.head_dim == 64 ? launch(std::integral_constant<int, 64>{})
+                             : launch(std::integral_constant<int, 128>{});
 }
 
 }  // namespace dynsparse::cuda

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_context.h"
+#include "kernels/cuda/flash_prefill_config.h"
 
 namespace dynsparse::cuda {
 
@@ -29,22 +30,13 @@ bool FlashPrefillSupported(const DeviceAttentionArgs& args);
 int64_t FlashPrefillScratchBytes(const DeviceAttentionArgs& args,
                                  int64_t max_keys);
 
-// Block shape: `warps` x 16 query rows, and the blocks per SM the register
-// budget is cut for (launch bounds). 4 x 2 (64 rows, ~200 registers, no
-// spills) is the default; DYNSPARSE_CUDA_FLASH_CONFIG=4x3 (168 registers,
-// a few bytes spilled) or 8x1 (128 rows) override it (A/B timing).
-struct FlashPrefillConfig {
-  int warps = 4;
-  int min_blocks = 2;
-};
-FlashPrefillConfig DefaultFlashPrefillConfig();
-
 // PrefillAttention for FlashPrefillSupported arguments (args.tensor_cores
 // and args.key_splits are ignored). `scratch` holds
 // FlashPrefillScratchBytes(args, max_keys) bytes, 256-byte aligned.
-absl::Status FlashPrefillAttention(
-    DeviceContext& ctx, const DeviceAttentionArgs& args, int64_t max_keys,
-    void* scratch, FlashPrefillConfig config = DefaultFlashPrefillConfig());
+absl::Status FlashPrefillAttention(DeviceContext& ctx,
+                                   const DeviceAttentionArgs& args,
+                                   int64_t max_keys, void* scratch,
+                                   FlashPrefillConfig config = {});
 
 }  // namespace dynsparse::cuda
 

@@ -61,14 +61,26 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
 TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
   CudaBackendOptions o;
   EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_PDL=0", "DYNSPARSE_CUDA_EARLY_LOADS=1",
-                     "DYNSPARSE_CUDA_FLASH_CONFIG=8x1",
                      "DYNSPARSE_CUDA_ARCHS=80-virtual;90a-real"},
                     &o)
                   .ok());
+}
+
+TEST(CudaSwitchesTest, FlashConfigIsABuiltBlockShape) {
+  CudaBackendOptions o;
+  EXPECT_EQ(o.flash_prefill_config.warps, 4);
+  EXPECT_EQ(o.flash_prefill_config.min_blocks, 2);
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_FLASH_CONFIG=8x1"}, &o).ok());
+  EXPECT_EQ(o.flash_prefill_config.warps, 8);
+  EXPECT_EQ(o.flash_prefill_config.min_blocks, 1);
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_FLASH_CONFIG=4x3"}, &o).ok());
+  EXPECT_EQ(o.flash_prefill_config.warps, 4);
+  EXPECT_EQ(o.flash_prefill_config.min_blocks, 3);
   const absl::Status s = Apply({"DYNSPARSE_CUDA_FLASH_CONFIG=4x4"}, &o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("DYNSPARSE_CUDA_FLASH_CONFIG='4x4'"));
   EXPECT_THAT(s.message(), HasSubstr("4x2|4x3|8x1"));
+  EXPECT_EQ(o.flash_prefill_config.min_blocks, 3);
 }
 
 TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
