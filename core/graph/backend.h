@@ -182,6 +182,16 @@ class Backend {
   virtual void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                                     const Tensor& v, Tensor* k_cache,
                                     Tensor* v_cache, const AttentionArgs& args);
+  // The dtype in which a projection by w over `rows` rows wants its input.
+  // Session writes a block's normed input in it when only dense projections
+  // read it (AddNorm, LayerNorm, RmsNorm then take that y). CUDA: w's f16 /
+  // bf16 for cuBLAS prefills, the rounding Linear would otherwise do in a
+  // pass of its own. Default: f32.
+  virtual DType ProjectionInputDType(const Tensor& w, int64_t rows) const {
+    (void)w;
+    (void)rows;
+    return DType::kF32;
+  }
   // y = act(x * w^T (+ bias)): the ungated MLP's up projection. Default:
   // Linear then Activate; CUDA applies the activation in the GEMV epilogue.
   virtual void LinearActivate(const Tensor& x, const Tensor& w,

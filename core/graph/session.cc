@@ -199,9 +199,13 @@ void Session::Norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 Tensor Session::BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
-                           const Tensor& bias) {
+                           const Tensor& bias, const Tensor& reader) {
   if (!config_.pre_norm) return *x;
-  Tensor normed = backend_.Allocate(DType::kF32, x->shape());
+  const int64_t rows = x->dim(0);
+  const DType dtype = rows > SparseBlocks::kMaxRows
+                          ? backend_.ProjectionInputDType(reader, rows)
+                          : DType::kF32;
+  Tensor normed = backend_.Allocate(dtype, x->shape());
   if (!pending->empty()) {
     // The previous block's residual add fused with this block's norm.
     backend_.AddNorm(*pending, x, config_.family != ModelFamily::kOpt, weight,
@@ -261,13 +265,13 @@ void Session::Attention(int64_t layer, Phase phase,
   const bool plain = PlainDenseRow(n);
   const bool defer_norm = plain && pending->empty();
   Tensor h;
-  if (!defer_norm) h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
+  if (!defer_norm) h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b, w.wq);
   UnitSelection heads;
   method_.SelectHeads({layer, phase, rows_changed}, *x, &heads);
   const bool accumulate = plain && heads.all;
   const bool fuse_norm = defer_norm && heads.all;
   if (defer_norm && !fuse_norm) {
-    h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b);
+    h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b, w.wq);
   }
   // Token pruning needs the dense attention below (live keys, the probe's
   // query); head sparsity then still applies to W_O (OutOfKept).
@@ -361,7 +365,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   // As in Attention; with something pending the MLP keeps AddNorm's route.
   const bool plain = PlainDenseRow(n) && pending->empty();
   Tensor h;
-  if (!plain) h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
+  if (!plain) h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b, w.w_up);
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
   if (plain) {
@@ -369,7 +373,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
       FusedNormMlp(w, x);
       return;
     }
-    h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b);
+    h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b, w.w_up);
   }
   const bool sparse = sparse_.enabled() && !neurons.all &&
                       n <= SparseBlocks::kMaxRows && !method_.observes();

@@ -68,9 +68,12 @@ class Session {
             Tensor* y);
   // Pre-LN models norm a block's input (returned), folding in the pending
   // residual first; post-LN models (OPT-350m) use x itself and norm the
-  // block's output after the residual add (EndBlock).
+  // block's output after the residual add (EndBlock). `reader`: the first
+  // projection weight that reads the normed rows; more than
+  // SparseBlocks::kMaxRows rows only reach dense projections, so they come in
+  // the dtype the backend wants there (Backend::ProjectionInputDType).
   Tensor BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
-                    const Tensor& bias);
+                    const Tensor& bias, const Tensor& reader);
   void EndBlock(const Tensor& out, const Tensor& norm_weight,
                 const Tensor& norm_bias, Tensor* x, Tensor* pending);
   // The plain dense route (Backend::FusesInputNorm): one row, a pre-norm

@@ -721,6 +721,13 @@ DeviceAttentionArgs CudaBackend::DeviceArgs(const AttentionArgs& args,
   return d;
 }
 
+DType CudaBackend::ProjectionInputDType(const Tensor& w, int64_t rows) const {
+  // cuda::Linear's cuBLAS route takes x in w's dtype (RoundsInputForLinear).
+  const bool gemm = rows > kGemvMaxBatch &&
+                    (w.dtype() == DType::kF16 || w.dtype() == DType::kBF16);
+  return options_.rounded_norm_output && gemm ? w.dtype() : DType::kF32;
+}
+
 void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                                         const char* op,
                                         const DecodeNewRow* new_row) {
@@ -752,8 +759,20 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     LaunchDecodeAttention(d, sig, "Attention");
     return;
   }
-  d.tensor_cores = n >= options_.tensor_core_attention_rows;
+  d.tensor_cores = n >= (args.key_positions.empty()
+                             ? options_.tensor_core_attention_rows
+                             : options_.tensor_core_keyed_attention_rows);
+  const int64_t key_splits =
+      options_.split_prefill_attention
+          ? PrefillKeySplits(n, args.num_heads, args.num_keys,
+                             ctx_->sm_count())
+          : 1;
+  // The flash kernel has no key split: a few revived rows over many keys
+  // (tensor cores from tensor_core_keyed_attention_rows) take the split
+  // kernels instead. Full prefills keep it whatever their grid.
+  constexpr int64_t kFlashAnyGridRows = 256;
   if (d.tensor_cores && options_.flash_prefill_attention &&
+      (key_splits == 1 || n >= kFlashAnyGridRows) &&
       FlashPrefillSupported(d)) {
     const int64_t bytes = FlashPrefillScratchBytes(d, args.num_keys);
     Tensor scratch = Allocate(DType::kF16, {std::max<int64_t>(1, bytes / 2)});
@@ -769,13 +788,10 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     return;
   }
   Tensor split_scratch;
-  if (options_.split_prefill_attention) {
-    d.key_splits =
-        PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count());
-    if (d.key_splits > 1) {
-      split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
-      d.split_scratch = split_scratch.data<float>();
-    }
+  d.key_splits = key_splits;
+  if (d.key_splits > 1) {
+    split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
+    d.split_scratch = split_scratch.data<float>();
   }
   if (!Op(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
               static_cast<uint64_t>(d.key_splits)))) {

@@ -94,6 +94,7 @@ class CudaBackend : public Backend {
   void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                             const Tensor& v, Tensor* k_cache, Tensor* v_cache,
                             const AttentionArgs& args) override;
+  DType ProjectionInputDType(const Tensor& w, int64_t rows) const override;
   void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Activation activation, Tensor* y) override;
   void GatedMlp(const Tensor& h, const Tensor& w_up, const Tensor& w_gate,

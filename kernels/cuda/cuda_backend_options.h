@@ -17,6 +17,12 @@ struct CudaBackendOptions {
   // operands, attention.h); shorter ones, and decode, stay in f32.
   // DYNSPARSE_CUDA_TC_ATTENTION_ROWS=N overrides it (A/B timing).
   int64_t tensor_core_attention_rows = 256;
+  // The same for attention over a key list (a LazyLLM step's live keys):
+  // a decode step's revived rows run on tensor cores from this many rows,
+  // with the keys split over blocks (H200, run 11: revival decode 4k 7.04 ->
+  // 6.78 ms, 16k 15.3 -> 11.7 ms). DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=N
+  // overrides it.
+  int64_t tensor_core_keyed_attention_rows = 9;
   // Prefills whose (query tile, head) grid leaves SMs idle split the keys
   // over more blocks (attention.h key_splits): a token step that revives a
   // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
@@ -59,6 +65,11 @@ struct CudaBackendOptions {
   // gated_pairs) for the down GEMV. DYNSPARSE_CUDA_GATED_PAIRS=0 forms the
   // product in the down GEMV's load instead (GatedGemv; A/B timing).
   bool gated_pairs = true;
+  // Prefill norms write their output in the weights' f16/bf16 for the cuBLAS
+  // GEMMs that read it (Backend::ProjectionInputDType), instead of f32 that
+  // a conversion pass then rounds: same bits, one pass fewer per block.
+  // DYNSPARSE_CUDA_ROUNDED_NORM=0 restores the f32 output (A/B timing).
+  bool rounded_norm_output = true;
 };
 
 }  // namespace dynsparse::cuda

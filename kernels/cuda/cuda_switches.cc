@@ -30,6 +30,7 @@ constexpr OnOff kOnOff[] = {
     {"GATED_PAIRS", &Options::gated_pairs},
     {"SPLIT_ATTENTION", &Options::split_prefill_attention},
     {"FLASH_PREFILL", &Options::flash_prefill_attention},
+    {"ROUNDED_NORM", &Options::rounded_norm_output},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };
@@ -45,6 +46,8 @@ constexpr Number kNumbers[] = {
     {"FUSE_ATTENTION_MAX_KEYS", &Options::fused_decode_attention_max_keys, 0,
      ""},
     {"TC_ATTENTION_ROWS", &Options::tensor_core_attention_rows, 1, ""},
+    {"TC_KEYED_ATTENTION_ROWS", &Options::tensor_core_keyed_attention_rows, 1,
+     ""},
     // The decode kernel has 16-, 32- and 64-key chunk variants.
     {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
 };

@@ -11,6 +11,7 @@ namespace {
 // ---- Lazy K/V -------------------------------------------------------------
 
 constexpr int kMaxRing = 16;
+static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
 constexpr int kLazyRowsPerWarp = 2;
 constexpr int kLazyRowsPerBlock = 8 * kLazyRowsPerWarp;  // 8 warps
 
@@ -35,59 +36,70 @@ struct LazyArgs {
   float* v_cache;
 };
 
-// The work of kv head g this step: its missing (slot, position) pairs, and
-// the new token (slot -1) last. Returns whether the head is active: a kept
-// query head maps to it, or it still owes the K/V of the token whose ring
-// slot this step's token takes (completed now, before its input is
-// overwritten), or the step flushes. Thread 0 only; both kernels compute the
-// same list (pending changes only after).
+// The work of kv head g this step: its missing (slot, position) pairs in
+// slot order, and the new token (slot -1) last. Returns whether the head is
+// active: a kept query head maps to it, or it still owes the K/V of the
+// token whose ring slot this step's token takes (completed now, before its
+// input is overwritten), or the step flushes. Called by the 32 lanes of one
+// warp, which read the head ids and the pending flags side by side (a serial
+// scan by one thread cost the kernel tens of microseconds in dependent
+// loads); both kernels compute the same list (pending changes only after).
 __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
                          int* pos_list, int* count) {
+  const int lane = threadIdx.x & 31;
   const int pos = a.step[0], slot = a.step[1];
   bool active =
       a.step[2] != 0 || a.h == nullptr || a.pending[slot * a.kv_heads + g] != 0;
-  for (int j = 0; !active && j < a.k; ++j)
-    active = a.head_ids[j] / a.group == g;
+  for (int j0 = 0; j0 < a.k; j0 += 32) {
+    const int j = j0 + lane;
+    active |= __any_sync(0xffffffffu, j < a.k && a.head_ids[j] / a.group == g);
+  }
   int c = 0;
   if (active) {
-    for (int s = 0; s < a.slots; ++s) {
-      if (a.pending[s * a.kv_heads + g]) {
-        slot_list[c] = s;
-        pos_list[c] = a.ring_pos[s];
-        ++c;
-      }
+    // a.slots <= kMaxRing < 32: one flag per lane.
+    const bool owes = lane < a.slots && a.pending[lane * a.kv_heads + g] != 0;
+    const unsigned mask = __ballot_sync(0xffffffffu, owes);
+    if (owes) {
+      const int at = __popc(mask & ((1u << lane) - 1u));
+      slot_list[at] = lane;
+      pos_list[at] = a.ring_pos[lane];
     }
+    c = __popc(mask);
     if (a.h != nullptr) {
-      slot_list[c] = -1;
-      pos_list[c] = pos;
+      if (lane == 0) {
+        slot_list[c] = -1;
+        pos_list[c] = pos;
+      }
       ++c;
     }
   }
-  *count = c;
+  if (lane == 0) *count = c;
   return active;
 }
 
+// Tokens one pass over a warp's weight rows serves, and the loop steps whose
+// weight loads a warp issues before it uses any (loads in flight per warp:
+// kLazyRowsPerWarp x kLazyUnroll x 16 bytes per lane).
+constexpr int kLazyTokensPerPass = 2;
+constexpr int kLazyUnroll = 4;
+
 // A warp computes kLazyRowsPerWarp K/V rows at once, so each activation it
-// loads feeds that many rows.
+// loads feeds that many rows; a head's tokens go kLazyTokensPerPass at a
+// time (a head rarely owes more than one token besides the new one; a
+// further pass re-reads its rows, mostly from L2). Each (row, token) sum
+// runs over the same elements in the same order whatever the pass.
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   const int g = blockIdx.x;
-  if (threadIdx.x == 0) LazyWork(a, g, slot_list, pos_list, &count);
+  if (threadIdx.x < 32) LazyWork(a, g, slot_list, pos_list, &count);
   __syncthreads();
   const int n = count;
   if (n == 0) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = blockIdx.y * kLazyRowsPerBlock + warp * kLazyRowsPerWarp;
   if (r0 >= 2 * a.head_dim) return;
-  const float* xs[kMaxRing + 1];
-#pragma unroll
-  for (int p = 0; p <= kMaxRing; ++p) {
-    xs[p] = p < n
-                ? (slot_list[p] < 0 ? a.h : a.ring_x + slot_list[p] * a.hidden)
-                : nullptr;
-  }
   bool valid[kLazyRowsPerWarp], is_v[kLazyRowsPerWarp];
   int64_t row[kLazyRowsPerWarp];
   const T* wr[kLazyRowsPerWarp];
@@ -102,59 +114,85 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
     wr[t] = static_cast<const T*>(is_v[t] ? a.wv : a.wk) +
             (valid[t] ? row[t] : row[0]) * a.hidden;
   }
-  float acc[kLazyRowsPerWarp][kMaxRing + 1];
+  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+  constexpr int P = kLazyTokensPerPass;
+  for (int p0 = 0; p0 < n; p0 += P) {
+    const int np = min(P, n - p0);
+    const float* xs[P];
 #pragma unroll
-  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+    for (int p = 0; p < P; ++p) {
+      const int slot = p < np ? slot_list[p0 + p] : -1;
+      xs[p] = p >= np    ? nullptr
+              : slot < 0 ? a.h
+                         : a.ring_x + slot * a.hidden;
+    }
+    float acc[kLazyRowsPerWarp][P];
 #pragma unroll
-    for (int p = 0; p <= kMaxRing; ++p) acc[t][p] = 0.f;
-  }
-  if constexpr (kVec) {
-    for (int64_t i = lane * 8; i < a.hidden; i += 256) {
-      float wv[kLazyRowsPerWarp][8];
+    for (int t = 0; t < kLazyRowsPerWarp; ++t) {
 #pragma unroll
-      for (int t = 0; t < kLazyRowsPerWarp; ++t) Load8(wr[t] + i, wv[t]);
+      for (int p = 0; p < P; ++p) acc[t][p] = 0.f;
+    }
+    if constexpr (kVec) {
+      for (int64_t i0 = lane * 8; i0 < a.hidden; i0 += 256 * kLazyUnroll) {
+        Raw8<T> raw[kLazyUnroll][kLazyRowsPerWarp];
 #pragma unroll
-      for (int p = 0; p <= kMaxRing; ++p) {
-        if (p < n) {
-          float xv[8];
-          LoadX8(xs[p] + i, xv);
+        for (int u = 0; u < kLazyUnroll; ++u) {
+          const int64_t i = i0 + u * 256;
 #pragma unroll
           for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+            if (i < a.hidden) LoadRaw8(wr[t] + i, raw[u][t]);
+          }
+        }
 #pragma unroll
-            for (int e = 0; e < 8; ++e)
-              acc[t][p] = fmaf(wv[t][e], xv[e], acc[t][p]);
+        for (int u = 0; u < kLazyUnroll; ++u) {
+          const int64_t i = i0 + u * 256;
+          if (i >= a.hidden) break;
+          float wv[kLazyRowsPerWarp][8];
+#pragma unroll
+          for (int t = 0; t < kLazyRowsPerWarp; ++t) Convert8(raw[u][t], wv[t]);
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            if (p < np) {
+              float xv[8];
+              LoadX8(xs[p] + i, xv);
+#pragma unroll
+              for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                  acc[t][p] = fmaf(wv[t][e], xv[e], acc[t][p]);
+              }
+            }
+          }
+        }
+      }
+    } else {
+      for (int64_t i = lane; i < a.hidden; i += 32) {
+        float wv[kLazyRowsPerWarp];
+#pragma unroll
+        for (int t = 0; t < kLazyRowsPerWarp; ++t) wv[t] = ToFloat(wr[t][i]);
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          if (p < np) {
+            const float x = xs[p][i];
+#pragma unroll
+            for (int t = 0; t < kLazyRowsPerWarp; ++t)
+              acc[t][p] = fmaf(wv[t], x, acc[t][p]);
           }
         }
       }
     }
-  } else {
-    for (int64_t i = lane; i < a.hidden; i += 32) {
-      float wv[kLazyRowsPerWarp];
 #pragma unroll
-      for (int t = 0; t < kLazyRowsPerWarp; ++t) wv[t] = ToFloat(wr[t][i]);
+    for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+      if (!valid[t]) continue;
+      const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
+                                  is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
+      float* cache = is_v[t] ? a.v_cache : a.k_cache;
 #pragma unroll
-      for (int p = 0; p <= kMaxRing; ++p) {
-        if (p < n) {
-          const float x = xs[p][i];
-#pragma unroll
-          for (int t = 0; t < kLazyRowsPerWarp; ++t)
-            acc[t][p] = fmaf(wv[t], x, acc[t][p]);
+      for (int p = 0; p < P; ++p) {
+        if (p < np) {
+          const float v = WarpSum(acc[t][p]);
+          if (lane == 0) cache[pos_list[p0 + p] * stride + row[t]] = v + b;
         }
-      }
-    }
-  }
-  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
-#pragma unroll
-  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
-    if (!valid[t]) continue;
-    const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
-                                is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
-    float* cache = is_v[t] ? a.v_cache : a.k_cache;
-#pragma unroll
-    for (int p = 0; p <= kMaxRing; ++p) {
-      if (p < n) {
-        const float v = WarpSum(acc[t][p]);
-        if (lane == 0) cache[pos_list[p] * stride + row[t]] = v + b;
       }
     }
   }
@@ -165,7 +203,10 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   __shared__ bool active;
   const int g = blockIdx.x;
-  if (threadIdx.x == 0) active = LazyWork(a, g, slot_list, pos_list, &count);
+  if (threadIdx.x < 32) {
+    const bool head_active = LazyWork(a, g, slot_list, pos_list, &count);
+    if (threadIdx.x == 0) active = head_active;
+  }
   __syncthreads();
   const int n = count, half = a.head_dim / 2;
   const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;

@@ -4,7 +4,9 @@
 // passes, so no cancellation in E[x^2] - E[x]^2); the last pass writes y.
 // Re-reads of the row hit L1/L2: rows are at most a few tens of KB. The
 // element order of each expression follows kernels/cpu so the two agree to
-// f32 rounding.
+// f32 rounding. y may be f16/bf16: the norm then writes the rounded input a
+// cuBLAS prefill GEMM reads (the bits ConvertF32 would give), instead of an
+// f32 row that a second kernel rounds.
 #include <algorithm>
 #include <cstdint>
 
@@ -23,53 +25,118 @@ struct NormArgs {
   FloatKind weight_kind;
   const void* bias;
   FloatKind bias_kind;
-  float* y;
+  void* y;  // f32, f16 or bf16 (the kernel's TOut).
   int64_t width;
   float eps;
 };
 
-template <bool kLayerNorm, bool kResidual>
-__global__ void NormKernel(const NormArgs a) {
+// Elements a thread keeps in registers: rows of up to kCached x 1024 floats
+// (OPT-175B's 12288) take the cached kernel, wider ones re-read the row
+// (kPerThread = 0).
+constexpr int kCached = 12;
+
+// kPerThread > 0: thread t holds elements t + j * blockDim.x (j < kPerThread)
+// of the row, and of the weight and bias, in registers, every load issued
+// before anything is stored, so a pass costs one memory round trip (a decode
+// row's norm took ~15 us of serial loads).
+template <bool kLayerNorm, bool kResidual, typename TOut, int kPerThread>
+__global__ void __launch_bounds__(1024) NormKernel(const NormArgs a) {
   PdlWait();
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * a.width;
   const float* in = a.x + offset;
   float* res = kResidual ? a.residual + offset : nullptr;
-  float* out = a.y + offset;
+  TOut* out = static_cast<TOut*>(a.y) + offset;
+  const int t = threadIdx.x;
+  const int stride = blockDim.x;
+  const int width = static_cast<int>(a.width);
+  constexpr int kRegs = kPerThread > 0 ? kPerThread : 1;
+  float v[kRegs], w[kRegs], b[kRegs];
+
+  float sum = 0.0f;
+  if constexpr (kPerThread > 0) {
+    float add[kRegs];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = t + j * stride;
+      v[j] = i < width ? in[i] : 0.0f;
+      if constexpr (kResidual) add[j] = i < width ? res[i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = t + j * stride;
+      if (i >= width) continue;
+      if constexpr (kResidual) {
+        v[j] = add[j] + v[j];
+        res[i] = v[j];
+      }
+      sum += kLayerNorm ? v[j] : v[j] * v[j];
+    }
+    // Weight (and bias) loads in flight during the reductions.
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = t + j * stride;
+      w[j] = i < width ? LoadAsFloat(a.weight, a.weight_kind, i, 1.0f) : 0.0f;
+      if constexpr (kLayerNorm) {
+        b[j] = i < width ? LoadAsFloat(a.bias, a.bias_kind, i, 0.0f) : 0.0f;
+      }
+    }
+  } else {
+    for (int i = t; i < width; i += stride) {
+      float x = in[i];
+      if constexpr (kResidual) {
+        x = res[i] + x;
+        res[i] = x;
+      }
+      sum += kLayerNorm ? x : x * x;
+    }
+  }
+  const float total = BlockSum(sum, scratch);
+  const float inv_width = 1.0f / static_cast<float>(width);
   // After pass 1 the normalised input lives in `res` when fused.
   const float* src = kResidual ? res : in;
 
-  float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
-    float v = in[i];
-    if constexpr (kResidual) {
-      v = res[i] + v;
-      res[i] = v;
-    }
-    sum += kLayerNorm ? v : v * v;
-  }
-  const float total = BlockSum(sum, scratch);
-  const float inv_width = 1.0f / static_cast<float>(a.width);
-
+  float mean = 0.0f, inv = 0.0f;
   if constexpr (kLayerNorm) {
-    const float mean = total * inv_width;
+    mean = total * inv_width;
     float sq = 0.0f;
-    for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
-      const float d = src[i] - mean;
-      sq += d * d;
+    if constexpr (kPerThread > 0) {
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const float d = v[j] - mean;
+        if (t + j * stride < width) sq += d * d;
+      }
+    } else {
+      for (int i = t; i < width; i += stride) {
+        const float d = src[i] - mean;
+        sq += d * d;
+      }
     }
     const float var = BlockSum(sq, scratch) * inv_width;
-    const float inv = 1.0f / sqrtf(var + a.eps);
-    for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
-      const float w = LoadAsFloat(a.weight, a.weight_kind, i, 1.0f);
-      const float b = LoadAsFloat(a.bias, a.bias_kind, i, 0.0f);
-      out[i] = ((src[i] - mean) * inv) * w + b;
+    inv = 1.0f / sqrtf(var + a.eps);
+  } else {
+    inv = 1.0f / sqrtf(total * inv_width + a.eps);
+  }
+  // The expressions of kernels/cpu, element by element.
+  const auto normed = [&](float x, float wi, float bi) {
+    if constexpr (kLayerNorm) {
+      return ((x - mean) * inv) * wi + bi;
+    } else {
+      return wi * (x * inv);
+    }
+  };
+  if constexpr (kPerThread > 0) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = t + j * stride;
+      if (i < width) StoreRounded(out + i, normed(v[j], w[j], b[j]));
     }
   } else {
-    const float inv = 1.0f / sqrtf(total * inv_width + a.eps);
-    for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
-      const float w = LoadAsFloat(a.weight, a.weight_kind, i, 1.0f);
-      out[i] = w * (src[i] * inv);
+    for (int i = t; i < width; i += stride) {
+      const float wi = LoadAsFloat(a.weight, a.weight_kind, i, 1.0f);
+      const float bi =
+          kLayerNorm ? LoadAsFloat(a.bias, a.bias_kind, i, 0.0f) : 0.0f;
+      StoreRounded(out + i, normed(src[i], wi, bi));
     }
   }
 }
@@ -95,11 +162,52 @@ absl::Status CheckActivations(const Tensor& t, absl::string_view what) {
   return absl::OkStatus();
 }
 
+template <typename TOut, int kPerThread>
+void LaunchNormKernel(DeviceContext& ctx, bool layer_norm, bool fused,
+                      int64_t rows, int threads, const NormArgs& args) {
+  const dim3 grid(static_cast<unsigned>(rows));
+  cudaStream_t stream = ctx.stream();
+  const bool pdl = ctx.programmatic_launch();
+  if (layer_norm) {
+    if (fused) {
+      LaunchKernel(pdl, NormKernel<true, true, TOut, kPerThread>, grid,
+                   dim3(threads), 0, stream, args);
+    } else {
+      LaunchKernel(pdl, NormKernel<true, false, TOut, kPerThread>, grid,
+                   dim3(threads), 0, stream, args);
+    }
+  } else {
+    if (fused) {
+      LaunchKernel(pdl, NormKernel<false, true, TOut, kPerThread>, grid,
+                   dim3(threads), 0, stream, args);
+    } else {
+      LaunchKernel(pdl, NormKernel<false, false, TOut, kPerThread>, grid,
+                   dim3(threads), 0, stream, args);
+    }
+  }
+}
+
+template <typename TOut>
+void LaunchNormKernel(DeviceContext& ctx, bool layer_norm, bool fused,
+                      int64_t rows, int threads, const NormArgs& args) {
+  if (args.width <= static_cast<int64_t>(threads) * kCached) {
+    LaunchNormKernel<TOut, kCached>(ctx, layer_norm, fused, rows, threads,
+                                    args);
+  } else {
+    LaunchNormKernel<TOut, 0>(ctx, layer_norm, fused, rows, threads, args);
+  }
+}
+
 absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
                         const Tensor& weight, const Tensor& bias, double eps,
                         Tensor* y, Tensor* residual) {
   RETURN_IF_ERROR(CheckActivations(x, "norm x"));
-  RETURN_IF_ERROR(CheckActivations(*y, "norm y"));
+  RETURN_IF_ERROR(CheckOnDevice(*y, "norm y"));
+  if (ToFloatKind(y->dtype()) == FloatKind::kNone || y->rank() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "norm y must be a floating [rows, width] tensor, got ",
+        y->DebugString()));
+  }
   if (y->shape() != x.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "norm y ", y->DebugString(), " does not match x ", x.DebugString()));
@@ -121,7 +229,9 @@ absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
   RETURN_IF_ERROR(CheckVector(weight, width, "norm weight"));
   RETURN_IF_ERROR(CheckVector(bias, width, "norm bias"));
   if (rows == 0) return absl::OkStatus();
-  if (rows > 0x7fffffff) return absl::InvalidArgumentError("too many rows");
+  if (rows > 0x7fffffff || width > 0x7fffffff) {
+    return absl::InvalidArgumentError("norm: too many rows or columns");
+  }
 
   NormArgs args;
   args.x = x.data<float>();
@@ -131,7 +241,7 @@ absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
       weight.empty() ? FloatKind::kNone : ToFloatKind(weight.dtype());
   args.bias = bias.empty() ? nullptr : bias.raw_data();
   args.bias_kind = bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype());
-  args.y = y->data<float>();
+  args.y = y->raw_data();
   args.width = width;
   args.eps = static_cast<float>(eps);
 
@@ -139,26 +249,18 @@ absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
   const int threads =
       static_cast<int>(std::clamp<int64_t>(CeilDiv(width, 256) * 32, 64, 1024));
   RETURN_IF_ERROR(ctx.Activate());
-  const dim3 grid(static_cast<unsigned>(rows));
-  cudaStream_t stream = ctx.stream();
   const bool fused = residual != nullptr;
-  const bool pdl = ctx.programmatic_launch();
-  if (layer_norm) {
-    if (fused) {
-      LaunchKernel(pdl, NormKernel<true, true>, grid, dim3(threads), 0, stream,
-                   args);
-    } else {
-      LaunchKernel(pdl, NormKernel<true, false>, grid, dim3(threads), 0, stream,
-                   args);
-    }
-  } else {
-    if (fused) {
-      LaunchKernel(pdl, NormKernel<false, true>, grid, dim3(threads), 0, stream,
-                   args);
-    } else {
-      LaunchKernel(pdl, NormKernel<false, false>, grid, dim3(threads), 0,
-                   stream, args);
-    }
+  switch (y->dtype()) {
+    case DType::kF16:
+      LaunchNormKernel<__half>(ctx, layer_norm, fused, rows, threads, args);
+      break;
+    case DType::kBF16:
+      LaunchNormKernel<__nv_bfloat16>(ctx, layer_norm, fused, rows, threads,
+                                      args);
+      break;
+    default:
+      LaunchNormKernel<float>(ctx, layer_norm, fused, rows, threads, args);
+      break;
   }
   return LastLaunchStatus(layer_norm ? "LayerNorm" : "RmsNorm");
 }

@@ -13,8 +13,9 @@ namespace dynsparse::cuda {
 // y = x / sqrt(mean(x^2) + eps) * weight.
 // When `residual` is non-null the input is h = residual + x: residual is
 // updated in place to h and y = RmsNorm(h) (one pass instead of two).
-// x, y, residual: f32 [rows, width] on the device (y may alias x, not
-// residual); weight: [width] f32/f16/bf16.
+// x, residual: f32 [rows, width] on the device; y: f32 (may alias x, not
+// residual) or f16/bf16 (rounded to nearest even, the bits ConvertF32 gives:
+// the input of a cuBLAS prefill GEMM); weight: [width] f32/f16/bf16.
 absl::Status RmsNorm(DeviceContext& ctx, const Tensor& x, const Tensor& weight,
                      double eps, Tensor* y, Tensor* residual = nullptr);
 

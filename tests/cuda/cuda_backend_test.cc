@@ -258,6 +258,37 @@ TEST_P(CudaBackendTest, FusedDecodeAttentionMatchesUnfused) {
   EXPECT_GE(cuda_->graph_stats().replays, 8);
 }
 
+// The prefill norms' rounded f16 output (instead of an f32 output and a
+// rounding pass) changes no bit: f16 weights, a prefill long enough for
+// cuBLAS, then graph replays.
+TEST_P(CudaBackendTest, RoundedNormOutputChangesNoLogit) {
+  Load(DType::kF16);
+  CudaBackendOptions options;
+  options.rounded_norm_output = false;
+  auto plain = CudaBackend::Create(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto plain_weights = (*plain)->UploadWeights(model_->weights);
+  ASSERT_TRUE(plain_weights.ok()) << plain_weights.status();
+  AllUnits all;
+  const int64_t prompt = 24, steps = 10;
+  Session a_session(model_->config, device_weights_, *cuda_, all,
+                    prompt + steps);
+  Session b_session(model_->config, *plain_weights, **plain, all,
+                    prompt + steps);
+  auto a = a_session.Forward(Prompt(prompt), 0);
+  auto b = b_session.Forward(Prompt(prompt), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
+  for (int64_t s = 0; s < steps; ++s) {
+    const std::vector<int32_t> one = {Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
+    a = a_session.Forward(one, 0);
+    b = b_session.Forward(one, 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "decode step " << s;
+  }
+  EXPECT_GE(cuda_->graph_stats().replays, 6);
+}
+
 // Two sessions on one backend: each switch invalidates the captured graph
 // (another KV cache), and the rerun must still give the right logits.
 TEST_P(CudaBackendTest, AlternatingSessionsRerunCorrectly) {

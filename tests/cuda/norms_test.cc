@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cuda/graph_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace dynsparse::cuda {
@@ -130,6 +131,38 @@ TEST_F(NormsTest, OutputMayAliasInput) {
       << SeedMessage();
 }
 
+// An f16/bf16 y holds exactly ConvertF32 of the f32 y (the input a cuBLAS
+// prefill GEMM reads), fused or not, for both norms.
+TEST_F(NormsTest, RoundedOutputEqualsConvertedF32Output) {
+  const Tensor x_host = RandomHost({9, 4096});
+  const Tensor res_host = RandomHost({9, 4096});
+  for (DType out : {DType::kF16, DType::kBF16}) {
+    for (bool layer_norm : {false, true}) {
+      for (bool fused : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(out) << " layer_norm=" << layer_norm
+                     << " fused=" << fused << " " << SeedMessage());
+        const Tensor w = Upload(RandomHost({4096}, out));
+        const Tensor x = Upload(x_host);
+        const auto run = [&](Tensor* y) {
+          Tensor res = Upload(res_host);
+          Tensor* r = fused ? &res : nullptr;
+          return layer_norm ? LayerNorm(ctx(), x, w, w, 1e-5, y, r)
+                            : RmsNorm(ctx(), x, w, 1e-5, y, r);
+        };
+        Tensor y32 = PoisonedDevice(DType::kF32, {9, 4096});
+        ASSERT_TRUE(run(&y32).ok());
+        Tensor converted = PoisonedDevice(out, {9, 4096});
+        ASSERT_TRUE(ConvertF32(ctx(), y32, &converted).ok());
+        Tensor rounded = PoisonedDevice(out, {9, 4096});
+        const absl::Status st = run(&rounded);
+        ASSERT_TRUE(st.ok()) << st;
+        EXPECT_EQ(Download(rounded), Download(converted));
+      }
+    }
+  }
+}
+
 TEST_F(NormsTest, RejectsBadOperands) {
   const Tensor x = Upload(RandomHost({2, 16}));
   Tensor y = PoisonedDevice(DType::kF32, {2, 16});
@@ -145,6 +178,9 @@ TEST_F(NormsTest, RejectsBadOperands) {
             kInvalid);
   EXPECT_EQ(LayerNorm(ctx(), RandomHost({2, 16}), Tensor(), Tensor(), 1e-5, &y)
                 .code(),
+            kInvalid);
+  Tensor y_int = PoisonedDevice(DType::kI32, {2, 16});
+  EXPECT_EQ(RmsNorm(ctx(), x, Upload(RandomHost({16})), 1e-5, &y_int).code(),
             kInvalid);
 }
 

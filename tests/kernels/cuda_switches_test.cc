@@ -36,9 +36,11 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
   o.gated_pairs = false;
   ASSERT_TRUE(
       Apply({"DYNSPARSE_CUDA_FLASH_PREFILL=0", "DYNSPARSE_CUDA_FUSE_NORM=0",
-             "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1"},
+             "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1",
+             "DYNSPARSE_CUDA_ROUNDED_NORM=0"},
             &o)
           .ok());
+  EXPECT_FALSE(o.rounded_norm_output);
   EXPECT_FALSE(o.flash_prefill_attention);
   EXPECT_FALSE(o.fuse_norm);
   EXPECT_FALSE(o.gated_pairs);
@@ -50,9 +52,11 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
   ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
                      "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
-                     "DYNSPARSE_CUDA_DECODE_CHUNK=16"},
+                     "DYNSPARSE_CUDA_DECODE_CHUNK=16",
+                     "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256"},
                     &o)
                   .ok());
+  EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
   EXPECT_EQ(o.decode_chunk_keys, 16);
