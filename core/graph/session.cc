@@ -265,7 +265,9 @@ void Session::Attention(int64_t layer, Phase phase,
   const bool plain = PlainDenseRow(n);
   const bool defer_norm = plain && pending->empty();
   Tensor h;
-  if (!defer_norm) h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b, w.wq);
+  if (!defer_norm) {
+    h = BlockInput(x, pending, w.attn_norm_w, w.attn_norm_b, w.wq);
+  }
   UnitSelection heads;
   method_.SelectHeads({layer, phase, rows_changed}, *x, &heads);
   const bool accumulate = plain && heads.all;

@@ -764,16 +764,14 @@ void CudaBackend::Attention(const AttentionArgs& args) {
                              : options_.tensor_core_keyed_attention_rows);
   const int64_t key_splits =
       options_.split_prefill_attention
-          ? PrefillKeySplits(n, args.num_heads, args.num_keys,
-                             ctx_->sm_count())
+          ? PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count())
           : 1;
   // The flash kernel has no key split: a few revived rows over many keys
   // (tensor cores from tensor_core_keyed_attention_rows) take the split
   // kernels instead. Full prefills keep it whatever their grid.
   constexpr int64_t kFlashAnyGridRows = 256;
   if (d.tensor_cores && options_.flash_prefill_attention &&
-      (key_splits == 1 || n >= kFlashAnyGridRows) &&
-      FlashPrefillSupported(d)) {
+      (key_splits == 1 || n >= kFlashAnyGridRows) && FlashPrefillSupported(d)) {
     const int64_t bytes = FlashPrefillScratchBytes(d, args.num_keys);
     Tensor scratch = Allocate(DType::kF16, {std::max<int64_t>(1, bytes / 2)});
     const FlashPrefillConfig config = options_.flash_prefill_config;

@@ -122,9 +122,7 @@ __global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int slot = p < np ? slot_list[p0 + p] : -1;
-      xs[p] = p >= np    ? nullptr
-              : slot < 0 ? a.h
-                         : a.ring_x + slot * a.hidden;
+      xs[p] = p >= np ? nullptr : slot < 0 ? a.h : a.ring_x + slot * a.hidden;
     }
     float acc[kLazyRowsPerWarp][P];
 #pragma unroll

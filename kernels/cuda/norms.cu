@@ -204,9 +204,9 @@ absl::Status LaunchNorm(DeviceContext& ctx, bool layer_norm, const Tensor& x,
   RETURN_IF_ERROR(CheckActivations(x, "norm x"));
   RETURN_IF_ERROR(CheckOnDevice(*y, "norm y"));
   if (ToFloatKind(y->dtype()) == FloatKind::kNone || y->rank() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "norm y must be a floating [rows, width] tensor, got ",
-        y->DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("norm y must be a floating [rows, width] tensor, got ",
+                     y->DebugString()));
   }
   if (y->shape() != x.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(

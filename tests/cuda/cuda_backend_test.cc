@@ -280,7 +280,8 @@ TEST_P(CudaBackendTest, RoundedNormOutputChangesNoLogit) {
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
   for (int64_t s = 0; s < steps; ++s) {
-    const std::vector<int32_t> one = {Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
+    const std::vector<int32_t> one = {
+        Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
     a = a_session.Forward(one, 0);
     b = b_session.Forward(one, 0);
     ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
