@@ -89,7 +89,7 @@ constexpr int kLazyUnroll = 4;
 // further pass re-reads its rows, mostly from L2). Each (row, token) sum
 // runs over the same elements in the same order whatever the pass.
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(256) LazyKvComputeKernel(const LazyArgs a) {
+__global__ void __launch_bounds__(256, 3) LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   const int g = blockIdx.x;

@@ -300,6 +300,16 @@ int SplitsFor(int sm_count, int64_t rows, int rows_per_block, int64_t k,
 
 // ---- Head-subset output projection (kept column blocks of W) --------------
 
+// Kept columns a block can hold in shared memory (k * uw <= this, e.g. 72
+// heads of 128); wider selections take the unstaged loop.
+constexpr int kStagedColumns = 16384;
+// Loop steps whose weight loads a warp issues before it uses any.
+constexpr int kColumnsUnroll = 4;
+
+// One warp per output row o. The block first turns the row's kept unit ids
+// into column offsets in shared memory, so no weight load waits on an id
+// load; each warp then issues kColumnsUnroll steps of weight loads at once.
+// Every (o, column) product is added in the same order as before.
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(256)
     GatherColumnsGemvKernel(const float* __restrict__ x,
@@ -307,29 +317,46 @@ __global__ void __launch_bounds__(256)
                             const void* bias, FloatKind bk,
                             const int32_t* __restrict__ ids, int k, int uw,
                             float* __restrict__ y) {
+  __shared__ int columns[kVec ? kStagedColumns / 8 : 1];
   PdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int r = blockIdx.y;
-  if (o >= out) return;
   const int64_t width = static_cast<int64_t>(k) * uw;
   const float* xr = x + r * width;
   const int32_t* ir = ids + static_cast<int64_t>(r) * k;
-  const T* wr = w + o * in;
+  const T* wr = w + min(o, out - 1) * in;
   float acc = 0.f;
   if constexpr (kVec) {
-#pragma unroll 4
-    for (int64_t c = lane * 8; c < width; c += 256) {
-      const int64_t j = c / uw;
-      const int64_t col =
-          static_cast<int64_t>(__ldg(ir + j)) * uw + (c - j * uw);
-      float wv[8], xv[8];
-      Load8(wr + col, wv);
-      LoadX8(xr + c, xv);
+    // Column of each 8-wide chunk c / 8 (uw % 8 == 0: a chunk stays in one
+    // unit).
+    const int chunks = static_cast<int>(width / 8);
+    for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
+      const int j = i * 8 / uw;
+      columns[i] = ir[j] * uw + (i * 8 - j * uw);
+    }
+    __syncthreads();
+    if (o >= out) return;
+    for (int c0 = lane; c0 < chunks; c0 += 32 * kColumnsUnroll) {
+      Raw8<T> raw[kColumnsUnroll];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[e], acc);
+      for (int u = 0; u < kColumnsUnroll; ++u) {
+        const int c = c0 + 32 * u;
+        if (c < chunks) LoadRaw8(wr + columns[c], raw[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kColumnsUnroll; ++u) {
+        const int c = c0 + 32 * u;
+        if (c >= chunks) break;
+        float wv[8], xv[8];
+        Convert8(raw[u], wv);
+        LoadX8(xr + 8 * c, xv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[e], acc);
+      }
     }
   } else {
+    if (o >= out) return;
     for (int64_t c = lane; c < width; c += 32) {
       const int64_t j = c / uw;
       acc = fmaf(ToFloat(wr[static_cast<int64_t>(ir[j]) * uw + (c - j * uw)]),
@@ -441,8 +468,9 @@ absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                                const int32_t* ids, int64_t k,
                                int64_t unit_width, Tensor* y) {
   const int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
-  const bool vec =
-      unit_width % 8 == 0 && Vec8(w, in) && IsAligned(x.raw_data(), 16);
+  const bool vec = unit_width % 8 == 0 && Vec8(w, in) &&
+                   IsAligned(x.raw_data(), 16) &&
+                   k * unit_width <= kStagedColumns;
   return ByWeightType(w.dtype(), [&](auto t) {
     using T = decltype(t);
     const dim3 grid(static_cast<unsigned>(CeilDiv(out, 8)),
