@@ -88,8 +88,12 @@ constexpr int kLazyUnroll = 4;
 // time (a head rarely owes more than one token besides the new one; a
 // further pass re-reads its rows, mostly from L2). Each (row, token) sum
 // runs over the same elements in the same order whatever the pass.
+// At most 80 registers (3 blocks per SM): the kernel is latency-bound, and
+// with 2 blocks it ran at 48% of DRAM bandwidth (results/bench/
+// h200_run14_kernels).
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(256, 3) LazyKvComputeKernel(const LazyArgs a) {
+__global__ void __launch_bounds__(256, 3)
+    LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   const int g = blockIdx.x;
