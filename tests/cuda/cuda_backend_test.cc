@@ -126,6 +126,25 @@ class CudaBackendTest : public testutil::CudaTest,
     device_weights_ = *std::move(device);
   }
 
+  // A second backend with `options` and its own upload of the loaded model
+  // (backend null on failure).
+  struct OtherBackend {
+    std::unique_ptr<CudaBackend> backend;
+    ModelWeights weights;
+  };
+  OtherBackend Other(const CudaBackendOptions& options) {
+    OtherBackend other;
+    auto backend = CudaBackend::Create(options);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    if (!backend.ok()) return other;
+    auto weights = (*backend)->UploadWeights(model_->weights);
+    EXPECT_TRUE(weights.ok()) << weights.status();
+    if (!weights.ok()) return other;
+    other.backend = *std::move(backend);
+    other.weights = *std::move(weights);
+    return other;
+  }
+
   std::vector<int32_t> Prompt(int64_t n) const {
     std::vector<int32_t> ids(n);
     for (int64_t i = 0; i < n; ++i) {
@@ -232,14 +251,13 @@ TEST_P(CudaBackendTest, FusedDecodeAttentionMatchesUnfused) {
   Load(DType::kF32);
   CudaBackendOptions options;
   options.fused_decode_attention = false;
-  auto apart = CudaBackend::Create(options);
-  ASSERT_TRUE(apart.ok()) << apart.status();
-  auto apart_weights = (*apart)->UploadWeights(model_->weights);
-  ASSERT_TRUE(apart_weights.ok()) << apart_weights.status();
+  OtherBackend apart = Other(options);
+  ASSERT_NE(apart.backend, nullptr);
   AllUnits all;
   const int64_t prompt = 20, steps = 12;
   Session fused(model_->config, device_weights_, *cuda_, all, prompt + steps);
-  Session unfused(model_->config, *apart_weights, **apart, all, prompt + steps);
+  Session unfused(model_->config, apart.weights, *apart.backend, all,
+                  prompt + steps);
   auto a = fused.Forward(Prompt(prompt), prompt - 1);
   auto b = unfused.Forward(Prompt(prompt), prompt - 1);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
@@ -265,15 +283,13 @@ TEST_P(CudaBackendTest, RoundedNormOutputChangesNoLogit) {
   Load(DType::kF16);
   CudaBackendOptions options;
   options.rounded_norm_output = false;
-  auto plain = CudaBackend::Create(options);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  auto plain_weights = (*plain)->UploadWeights(model_->weights);
-  ASSERT_TRUE(plain_weights.ok()) << plain_weights.status();
+  OtherBackend plain = Other(options);
+  ASSERT_NE(plain.backend, nullptr);
   AllUnits all;
   const int64_t prompt = 24, steps = 10;
   Session a_session(model_->config, device_weights_, *cuda_, all,
                     prompt + steps);
-  Session b_session(model_->config, *plain_weights, **plain, all,
+  Session b_session(model_->config, plain.weights, *plain.backend, all,
                     prompt + steps);
   auto a = a_session.Forward(Prompt(prompt), 0);
   auto b = b_session.Forward(Prompt(prompt), 0);
