@@ -182,6 +182,17 @@ class Backend {
   virtual void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                                     const Tensor& v, Tensor* k_cache,
                                     Tensor* v_cache, const AttentionArgs& args);
+  // --- Lookahead work beside the main sequence (DejaVu's predictors) ---
+  // Ops issued between BeginSideWork() and EndSideWork() start after every
+  // op issued before BeginSideWork() and may run concurrently with the ops
+  // issued after them, until WaitSideWork(token) orders every later op after
+  // that work. Side work must read only tensors nothing issued later writes.
+  // CUDA runs it on a second stream (TopK's one block beside the attention
+  // block). Defaults: ops run in order; the token is 0 and waiting on it does
+  // nothing.
+  virtual void BeginSideWork() {}
+  virtual int EndSideWork() { return 0; }
+  virtual void WaitSideWork(int token) { (void)token; }
   // The dtype in which a projection by w over `rows` rows wants its input.
   // Session writes a block's normed input in it when only dense projections
   // read it (AddNorm, LayerNorm, RmsNorm then take that y). CUDA: w's f16 /

@@ -270,6 +270,7 @@ void Session::Attention(int64_t layer, Phase phase,
   }
   UnitSelection heads;
   method_.SelectHeads({layer, phase, rows_changed}, *x, &heads);
+  backend_.WaitSideWork(heads.side_work);
   const bool accumulate = plain && heads.all;
   const bool fuse_norm = defer_norm && heads.all;
   if (defer_norm && !fuse_norm) {
@@ -370,6 +371,7 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
   if (!plain) h = BlockInput(x, pending, w.mlp_norm_w, w.mlp_norm_b, w.w_up);
   UnitSelection neurons;
   method_.SelectNeurons({layer, phase}, *x, &neurons);
+  backend_.WaitSideWork(neurons.side_work);
   if (plain) {
     if (neurons.all && !sparse_.down_in_place(layer)) {
       FusedNormMlp(w, x);

@@ -26,6 +26,9 @@ struct UnitSelection {
   // Each row's ids are distinct and in [0, num_units).
   bool oracle = false;
   Tensor ids;
+  // Backend::EndSideWork's token of the work that writes `ids` (0: none);
+  // Session waits on it before any op reads them.
+  int side_work = 0;
   std::vector<int32_t> indices;
 
   static UnitSelection All() { return UnitSelection{}; }

@@ -138,7 +138,8 @@ CudaBackend::CudaBackend(std::unique_ptr<DeviceContext> ctx,
                          const CudaBackendOptions& options)
     : ctx_(std::move(ctx)),
       pool_(std::make_unique<DevicePool>(*ctx_)),
-      options_(options) {}
+      options_(options),
+      active_(ctx_.get()) {}
 
 absl::Status CudaBackend::Init() {
   DS_CUDA_RETURN_IF_ERROR(
@@ -163,6 +164,9 @@ absl::Status CudaBackend::Init() {
 
 CudaBackend::~CudaBackend() {
   (void)ctx_->Synchronize();
+  if (side_ctx_ != nullptr) (void)side_ctx_->Synchronize();
+  for (cudaEvent_t e : side_events_) cudaEventDestroy(e);
+  if (fork_event_ != nullptr) cudaEventDestroy(fork_event_);
   DropGraph();
   tape_tensors_.clear();
   if (pinned_indices_ != nullptr) cudaFreeHost(pinned_indices_);
@@ -216,6 +220,7 @@ Tensor CudaBackend::Allocate(DType dtype, Shape shape) {
   absl::StatusOr<Tensor> t = pool_->Allocate(dtype, std::move(shape));
   Check(t.status(), "Allocate");
   if (mode_ == Mode::kCapture) tape_tensors_.push_back(*t);
+  HoldForSideWork(*t);
   return *t;
 }
 
@@ -230,6 +235,9 @@ void CudaBackend::BeginStep(int64_t rows) {
   staged_.clear();
   pinned_out_used_ = 0;
   pending_.clear();
+  side_work_.clear();
+  in_side_work_ = false;
+  active_ = ctx_.get();
   // Outside any capture, so the event is a real timestamp on the stream.
   Check(CudaErrorToStatus(cudaEventRecord(step_start_, ctx_->stream()),
                           "step start event"),
@@ -237,7 +245,8 @@ void CudaBackend::BeginStep(int64_t rows) {
   const bool graphable = options_.cuda_graphs && rows == 1;
   if (force_eager_ || !graphable) {
     mode_ = Mode::kEager;
-  } else if (graph_exec_ != nullptr && WorkspaceAddress() == graph_workspace_) {
+  } else if (graph_exec_ != nullptr && WorkspaceAddress() == graph_workspace_ &&
+             SideWorkspaceAddress() == graph_side_workspace_) {
     mode_ = Mode::kReplay;
   } else if (decode_warm_) {
     mode_ = Mode::kCapture;
@@ -245,6 +254,7 @@ void CudaBackend::BeginStep(int64_t rows) {
     // GEMV split-K partials live in the context's workspace: a later growth
     // would move it under the graph, so replays check it is still in place.
     graph_workspace_ = WorkspaceAddress();
+    graph_side_workspace_ = SideWorkspaceAddress();
     const cudaError_t e =
         cudaStreamBeginCapture(ctx_->stream(), cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) {
@@ -265,6 +275,13 @@ void* CudaBackend::WorkspaceAddress() {
   return *w;
 }
 
+void* CudaBackend::SideWorkspaceAddress() {
+  if (side_ctx_ == nullptr) return nullptr;
+  absl::StatusOr<void*> w = side_ctx_->Workspace(1);
+  Check(w.status(), "Workspace");
+  return *w;
+}
+
 absl::Status CudaBackend::FinishCopies() {
   DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_end_, ctx_->stream()));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
@@ -281,6 +298,9 @@ absl::Status CudaBackend::FinishCopies() {
 }
 
 absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
+  // A capture must end with every forked stream joined; eager steps
+  // synchronise the main stream only.
+  JoinAllSideWork();
   in_step_ = false;
   const Mode mode = mode_;
   mode_ = Mode::kEager;
@@ -414,7 +434,7 @@ void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
   uint64_t sig = MixTensor(MixTensor(kOpEmbed, table), *out);
   const int32_t* d_ids = StageIndices(ids, &sig);
   if (!Op(sig)) return;
-  Check(EmbedRows(*ctx_, table, d_ids, out), "Embed");
+  Check(EmbedRows(*active_, table, d_ids, out), "Embed");
 }
 
 void CudaBackend::CheckNotTransposedInPlace(const Tensor& w,
@@ -429,10 +449,22 @@ void CudaBackend::CheckNotTransposedInPlace(const Tensor& w,
 void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
                          Tensor* y) {
   CheckNotTransposedInPlace(w, "Linear");
+  if (in_side_work_ && RoundsInputForLinear(x, w)) {
+    // cuda::Linear's own rounded copy would go back to the pool while the
+    // side stream still reads it: round into a held tensor instead.
+    Tensor rounded = Allocate(w.dtype(), x.shape());
+    if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
+      Check(ConvertF32(*active_, x, &rounded), "Linear");
+    }
+    Linear(rounded, w, bias, y);
+    return;
+  }
+  HoldForSideWork(x);
+  HoldForSideWork(*y);
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(MixTensor(kOpLinear, x), w), bias), *y);
   if (!Op(sig)) return;
-  Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y), "Linear");
+  Check(cuda::Linear(*active_, *pool_, x, w, bias, y), "Linear");
 }
 
 bool CudaBackend::SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
@@ -493,7 +525,7 @@ void CudaBackend::LinearGroupRounded(const Tensor& x,
   }
   Tensor rounded = Allocate(w[0]->dtype(), x.shape());
   if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
-    Check(ConvertF32(*ctx_, x, &rounded), "LinearGroup");
+    Check(ConvertF32(*active_, x, &rounded), "LinearGroup");
   }
   for (size_t i = 0; i < w.size(); ++i) Linear(rounded, *w[i], *b[i], y[i]);
 }
@@ -562,7 +594,7 @@ void CudaBackend::NormLinearGroup(const Tensor& x, const InputNorm& norm,
   GemvOptions options;
   options.norm = gemv_norm;
   options.activation = activation;
-  Check(Gemv(*ctx_, x, fw, bias, &fy, options), "NormLinearGroup");
+  Check(Gemv(*active_, x, fw, bias, &fy, options), "NormLinearGroup");
 }
 
 void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
@@ -576,7 +608,7 @@ void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
   if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
   GemvOptions options;
   options.accumulate = true;
-  Check(Gemv(*ctx_, x, w, bias, residual, options), "LinearAccumulate");
+  Check(Gemv(*active_, x, w, bias, residual, options), "LinearAccumulate");
 }
 
 void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
@@ -614,19 +646,20 @@ void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
   options.activation = activation;
   options.activation_from_row = w_up.dim(0);
   if (!options_.gated_pairs) {
-    Check(Gemv(*ctx_, *residual, fw, bias, &fy, options), "NormGatedMlp");
-    Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, residual,
-                    /*accumulate=*/true),
-          "NormGatedMlp");
+    Check(Gemv(*active_, *residual, fw, bias, &fy, options), "NormGatedMlp");
+    Check(
+        GatedGemv(*active_, std::nullopt, *gate, *up, w_down, b_down, residual,
+                  /*accumulate=*/true),
+        "NormGatedMlp");
     return;
   }
   // One warp owns neuron j's up and gate rows and writes act(gate) * up
   // into `up`, so the down GEMV reads one vector (gemv.h gated_pairs).
   options.gated_pairs = true;
-  Check(Gemv(*ctx_, *residual, fw, bias, up, options), "NormGatedMlp");
+  Check(Gemv(*active_, *residual, fw, bias, up, options), "NormGatedMlp");
   GemvOptions down;
   down.accumulate = true;
-  Check(Gemv(*ctx_, *up, w_down, b_down, residual, down), "NormGatedMlp");
+  Check(Gemv(*active_, *up, w_down, b_down, residual, down), "NormGatedMlp");
 }
 
 void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
@@ -636,8 +669,8 @@ void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
   sig = MixDouble(Mix(MixTensor(MixTensor(sig, weight), bias), rms), eps);
   if (!Op(sig)) return;
   // norms.h: the kernel's input is residual + x, written back to residual.
-  Check(rms ? cuda::RmsNorm(*ctx_, delta, weight, eps, y, x)
-            : cuda::LayerNorm(*ctx_, delta, weight, bias, eps, y, x),
+  Check(rms ? cuda::RmsNorm(*active_, delta, weight, eps, y, x)
+            : cuda::LayerNorm(*active_, delta, weight, bias, eps, y, x),
         "AddNorm");
 }
 
@@ -648,7 +681,7 @@ void CudaBackend::LayerNorm(const Tensor& x, const Tensor& weight,
                 *y),
       eps);
   if (!Op(sig)) return;
-  Check(cuda::LayerNorm(*ctx_, x, weight, bias, eps, y), "LayerNorm");
+  Check(cuda::LayerNorm(*active_, x, weight, bias, eps, y), "LayerNorm");
 }
 
 void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, double eps,
@@ -656,19 +689,19 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, double eps,
   uint64_t sig = MixDouble(
       MixTensor(MixTensor(MixTensor(kOpRmsNorm, x), weight), *y), eps);
   if (!Op(sig)) return;
-  Check(cuda::RmsNorm(*ctx_, x, weight, eps, y), "RmsNorm");
+  Check(cuda::RmsNorm(*active_, x, weight, eps, y), "RmsNorm");
 }
 
 void CudaBackend::AddInPlace(const Tensor& x, Tensor* y) {
   if (!Op(MixTensor(MixTensor(kOpAdd, x), *y))) return;
-  Check(cuda::AddInPlace(*ctx_, x, y), "AddInPlace");
+  Check(cuda::AddInPlace(*active_, x, y), "AddInPlace");
 }
 
 void CudaBackend::Activate(Activation activation, Tensor* x) {
   if (!Op(Mix(MixTensor(kOpActivate, *x), static_cast<uint64_t>(activation)))) {
     return;
   }
-  Check(cuda::Activate(*ctx_, activation, x), "Activate");
+  Check(cuda::Activate(*active_, activation, x), "Activate");
 }
 
 void CudaBackend::GatedActivate(Activation activation, const Tensor& gate,
@@ -677,7 +710,7 @@ void CudaBackend::GatedActivate(Activation activation, const Tensor& gate,
               static_cast<uint64_t>(activation)))) {
     return;
   }
-  Check(cuda::GatedActivate(*ctx_, activation, gate, up), "GatedActivate");
+  Check(cuda::GatedActivate(*active_, activation, gate, up), "GatedActivate");
 }
 
 void CudaBackend::ApplyRope(const RopeTable& rope,
@@ -688,7 +721,7 @@ void CudaBackend::ApplyRope(const RopeTable& rope,
                      static_cast<uint64_t>(heads));
   const Tensor pos = StagedTensor(positions, &sig);
   if (!Op(sig)) return;
-  Check(cuda::ApplyRope(*ctx_, freq, pos, heads, x), "ApplyRope");
+  Check(cuda::ApplyRope(*active_, freq, pos, heads, x), "ApplyRope");
 }
 
 void CudaBackend::WriteRows(const Tensor& rows,
@@ -697,7 +730,7 @@ void CudaBackend::WriteRows(const Tensor& rows,
   uint64_t sig = MixTensor(MixTensor(kOpWriteRows, rows), *cache);
   const int32_t* pos = StageIndices(positions, &sig);
   if (!Op(sig)) return;
-  Check(WriteCacheRows(*ctx_, rows, pos, cache), "WriteRows");
+  Check(WriteCacheRows(*active_, rows, pos, cache), "WriteRows");
 }
 
 DeviceAttentionArgs CudaBackend::DeviceArgs(const AttentionArgs& args,
@@ -738,9 +771,10 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   }
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
-  Check(new_row != nullptr ? DecodeAttentionWithNewRow(*ctx_, d, *new_row,
-                                                       scratch.data<float>())
-                           : DecodeAttention(*ctx_, d, scratch.data<float>()),
+  Check(new_row != nullptr
+            ? DecodeAttentionWithNewRow(*active_, d, *new_row,
+                                        scratch.data<float>())
+            : DecodeAttention(*active_, d, scratch.data<float>()),
         op);
 }
 
@@ -780,7 +814,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
             static_cast<uint64_t>(config.warps * 10 + config.min_blocks)))) {
       return;
     }
-    Check(FlashPrefillAttention(*ctx_, d, args.num_keys, scratch.raw_data(),
+    Check(FlashPrefillAttention(*active_, d, args.num_keys, scratch.raw_data(),
                                 config),
           "Attention");
     return;
@@ -795,7 +829,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
               static_cast<uint64_t>(d.key_splits)))) {
     return;
   }
-  Check(PrefillAttention(*ctx_, d, args.num_keys), "Attention");
+  Check(PrefillAttention(*active_, d, args.num_keys), "Attention");
 }
 
 void CudaBackend::RopeWriteKv(const RopeTable& rope,
@@ -818,8 +852,8 @@ void CudaBackend::RopeWriteKv(const RopeTable& rope,
   const Tensor pos = StagedTensor(positions, &sig);
   if (!Op(sig)) return;
   const int64_t head_dim = num_kv_heads > 0 ? k->dim(1) / num_kv_heads : 0;
-  Check(cuda::RopeWriteKv(*ctx_, freq, pos, num_heads, num_kv_heads, head_dim,
-                          q, k, v, k_cache, v_cache),
+  Check(cuda::RopeWriteKv(*active_, freq, pos, num_heads, num_kv_heads,
+                          head_dim, q, k, v, k_cache, v_cache),
         "RopeWriteKv");
 }
 
@@ -865,7 +899,7 @@ void CudaBackend::LinearActivate(const Tensor& x, const Tensor& w,
   uint64_t sig = MixTensor(MixTensor(kOpLinearActivate, x), w);
   sig = MixTensor(MixTensor(sig, bias), *y);
   if (!Op(Mix(sig, static_cast<uint64_t>(activation)))) return;
-  Check(cuda::Linear(*ctx_, *pool_, x, w, bias, y, activation),
+  Check(cuda::Linear(*active_, *pool_, x, w, bias, y, activation),
         "LinearActivate");
 }
 
@@ -912,8 +946,8 @@ void CudaBackend::GatedMlp(const Tensor& h, const Tensor& w_up,
   GemvOptions options;
   options.activation = activation;
   options.activation_from_row = inter;  // gate = act(h w_gate^T + b_gate).
-  Check(Gemv(*ctx_, h, fw, fb, &fy, options), "GatedMlp");
-  Check(GatedGemv(*ctx_, std::nullopt, *gate, *up, w_down, b_down, y),
+  Check(Gemv(*active_, h, fw, fb, &fy, options), "GatedMlp");
+  Check(GatedGemv(*active_, std::nullopt, *gate, *up, w_down, b_down, y),
         "GatedMlp");
 }
 
@@ -932,7 +966,7 @@ void CudaBackend::GatedMlpRounded(const Tensor& h, const Tensor& w_up,
   if (Op(Mix(
           MixTensor(MixTensor(MixTensor(kOpGatedRounded, *gate), *up), product),
           static_cast<uint64_t>(activation)))) {
-    Check(GatedActivateRounded(*ctx_, activation, *gate, *up, &product),
+    Check(GatedActivateRounded(*active_, activation, *gate, *up, &product),
           "GatedMlp");
   }
   Linear(product, w_down, b_down, y);
@@ -956,7 +990,7 @@ void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
                           {std::max<int64_t>(1, (x->dim(0) * units + 3) / 4)});
   sig = MixTensor(sig, flags);
   if (!Op(sig)) return;
-  Check(MaskUnitsDevice(*ctx_, ids, keep.per_row, unit_width,
+  Check(MaskUnitsDevice(*active_, ids, keep.per_row, unit_width,
                         flags.data<uint8_t>(), x),
         "MaskUnits");
 }
@@ -1062,8 +1096,10 @@ void CudaBackend::TopK(const Tensor& scores, int64_t k, Tensor* indices) {
     Backend::TopK(scores, k, indices);
     return;
   }
+  HoldForSideWork(scores);
+  HoldForSideWork(*indices);
   if (!Op(Mix(MixTensor(MixTensor(kOpTopK, scores), *indices), k))) return;
-  Check(TopKRows(*ctx_, scores, k, indices), "TopK");
+  Check(TopKRows(*active_, scores, k, indices), "TopK");
 }
 
 void CudaBackend::UnitNorms(const Tensor& x, int64_t unit_width,
@@ -1075,7 +1111,7 @@ void CudaBackend::UnitNorms(const Tensor& x, int64_t unit_width,
   if (!Op(Mix(MixTensor(MixTensor(kOpUnitNorms, x), *norms), unit_width))) {
     return;
   }
-  Check(UnitNormsRows(*ctx_, x, unit_width, norms), "UnitNorms");
+  Check(UnitNormsRows(*active_, x, unit_width, norms), "UnitNorms");
 }
 
 void CudaBackend::GatherLinear(const Tensor& x, const Tensor& w,
@@ -1087,7 +1123,7 @@ void CudaBackend::GatherLinear(const Tensor& x, const Tensor& w,
   sig = Mix(Mix(Mix(sig, unit_width), activate),
             static_cast<uint64_t>(activation));
   if (!Op(sig)) return;
-  Check(GatherGemv(*ctx_, x, w, bias, nullptr, nullptr, ids.data<int32_t>(),
+  Check(GatherGemv(*active_, x, w, bias, nullptr, nullptr, ids.data<int32_t>(),
                    ids.dim(1), unit_width, activate, activation, y),
         "GatherLinear");
 }
@@ -1100,8 +1136,8 @@ void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
       MixTensor(MixTensor(MixTensor(kOpGatherLinear, x), w_up), w_gate);
   sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, b_up), b_gate), ids), *y);
   if (!Op(Mix(sig, static_cast<uint64_t>(activation) + 100))) return;
-  Check(GatherGemv(*ctx_, x, w_up, b_up, &w_gate, &b_gate, ids.data<int32_t>(),
-                   ids.dim(1), 1, true, activation, y),
+  Check(GatherGemv(*active_, x, w_up, b_up, &w_gate, &b_gate,
+                   ids.data<int32_t>(), ids.dim(1), 1, true, activation, y),
         "GatherGatedLinear");
 }
 
@@ -1110,13 +1146,13 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
                                 Tensor* y) {
   const int64_t k = ids.empty() ? w_t.dim(0) : ids.dim(1);
   Tensor scratch = Allocate(
-      DType::kF32,
-      {GatherGemvTScratchFloats(*ctx_, x.dim(0), k, w_t.dim(1), ids.empty())});
+      DType::kF32, {GatherGemvTScratchFloats(*active_, x.dim(0), k, w_t.dim(1),
+                                             ids.empty())});
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
   sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);
   if (!Op(sig)) return;
-  Check(GatherGemvT(*ctx_, x, w_t, bias,
+  Check(GatherGemvT(*active_, x, w_t, bias,
                     ids.empty() ? nullptr : ids.data<int32_t>(), k,
                     scratch.data<float>(), y),
         "GatherLinearT");
@@ -1129,7 +1165,7 @@ void CudaBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,
       MixTensor(MixTensor(MixTensor(kOpGatherColumnsLinear, x), w), bias);
   sig = Mix(MixTensor(MixTensor(sig, ids), *y), unit_width);
   if (!Op(sig)) return;
-  Check(GatherColumnsGemv(*ctx_, x, w, bias, ids.data<int32_t>(), ids.dim(1),
+  Check(GatherColumnsGemv(*active_, x, w, bias, ids.data<int32_t>(), ids.dim(1),
                           unit_width, y),
         "GatherColumnsLinear");
 }
@@ -1138,8 +1174,8 @@ void CudaBackend::GatherColumns(const Tensor& x, const Tensor& ids,
                                 int64_t unit_width, Tensor* y) {
   uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherColumns, x), ids), *y);
   if (!Op(Mix(sig, unit_width))) return;
-  Check(GatherColumnsCopy(*ctx_, x, ids.data<int32_t>(), ids.dim(1), unit_width,
-                          y),
+  Check(GatherColumnsCopy(*active_, x, ids.data<int32_t>(), ids.dim(1),
+                          unit_width, y),
         "GatherColumns");
 }
 
@@ -1187,7 +1223,7 @@ void CudaBackend::LazyKv(const LazyKvArgs& args) {
   d.hidden = args.ring_x->dim(1);
   d.k_cache = args.k_cache->data<float>();
   d.v_cache = args.v_cache->data<float>();
-  Check(LazyKvDevice(*ctx_, d), "LazyKv");
+  Check(LazyKvDevice(*active_, d), "LazyKv");
 }
 
 Tensor CudaBackend::Transpose(const Tensor& w) {

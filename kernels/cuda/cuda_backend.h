@@ -95,6 +95,9 @@ class CudaBackend : public Backend {
                             const Tensor& v, Tensor* k_cache, Tensor* v_cache,
                             const AttentionArgs& args) override;
   DType ProjectionInputDType(const Tensor& w, int64_t rows) const override;
+  void BeginSideWork() override;
+  int EndSideWork() override;
+  void WaitSideWork(int token) override;
   void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Activation activation, Tensor* y) override;
   void GatedMlp(const Tensor& h, const Tensor& w_up, const Tensor& w_gate,
@@ -223,10 +226,31 @@ class CudaBackend : public Backend {
   // rerun and stops graph capture (token steps are data dependent).
   bool EagerOnly();
   void* WorkspaceAddress();
+  void* SideWorkspaceAddress();  // Null before the first side work.
+  // Side work (cuda_backend_side.cc): every outstanding token waited for,
+  // and `t` kept alive until its side work is joined.
+  void JoinAllSideWork();
+  void HoldForSideWork(const Tensor& t);
 
   std::unique_ptr<DeviceContext> ctx_;
   std::unique_ptr<DevicePool> pool_;
   CudaBackendOptions options_;
+  // The context ops issue on: ctx_, or side_ctx_ during side work.
+  DeviceContext* active_ = nullptr;
+
+  // Side work: a second stream (own cuBLAS handle and GEMV workspace) made
+  // on first use; this step's works (token = index + 1) with their join
+  // events and the tensors they touch.
+  struct SideWork {
+    bool aside = false;   // Ran on the side stream (else in line).
+    bool joined = false;  // The main stream waited for it.
+    std::vector<Tensor> held;
+  };
+  std::unique_ptr<DeviceContext> side_ctx_;
+  cudaEvent_t fork_event_ = nullptr;
+  std::vector<cudaEvent_t> side_events_;
+  std::vector<SideWork> side_work_;
+  bool in_side_work_ = false;
 
   // Index staging.
   int32_t* pinned_indices_ = nullptr;
@@ -267,6 +291,7 @@ class CudaBackend : public Backend {
   size_t op_index_ = 0;
   size_t tensor_index_ = 0;
   void* graph_workspace_ = nullptr;
+  void* graph_side_workspace_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   CudaGraphStats stats_;

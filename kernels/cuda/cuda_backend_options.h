@@ -70,6 +70,10 @@ struct CudaBackendOptions {
   // a conversion pass then rounds: same bits, one pass fewer per block.
   // DYNSPARSE_CUDA_ROUNDED_NORM=0 restores the f32 output (A/B timing).
   bool rounded_norm_output = true;
+  // Backend::BeginSideWork .. EndSideWork on a second stream (DejaVu's
+  // lookahead predictors beside the attention / MLP sub-block).
+  // DYNSPARSE_CUDA_SIDE_WORK=0 issues that work in line (A/B timing).
+  bool side_work = true;
 };
 
 }  // namespace dynsparse::cuda

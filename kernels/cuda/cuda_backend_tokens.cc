@@ -23,7 +23,7 @@ void CudaBackend::CopyRows(const Tensor& src,
   uint64_t sig = 0;
   const int32_t* from = StageIndices(src_rows, &sig);
   const int32_t* to = StageIndices(dst_rows, &sig);
-  Check(CopyRowsDevice(*ctx_, src, from, to,
+  Check(CopyRowsDevice(*active_, src, from, to,
                        static_cast<int64_t>(src_rows.size()), dst),
         "CopyRows");
 }
@@ -42,7 +42,7 @@ void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
   d.scale = args.scale;
   d.out = args.out;
   Tensor scratch = Allocate(DType::kF32, {LastQueryScratchFloats(d)});
-  Check(LastQueryAttentionDevice(*ctx_, d, scratch.data<float>()),
+  Check(LastQueryAttentionDevice(*active_, d, scratch.data<float>()),
         "LastQueryAttention");
 }
 

@@ -31,6 +31,7 @@ constexpr OnOff kOnOff[] = {
     {"SPLIT_ATTENTION", &Options::split_prefill_attention},
     {"FLASH_PREFILL", &Options::flash_prefill_attention},
     {"ROUNDED_NORM", &Options::rounded_norm_output},
+    {"SIDE_WORK", &Options::side_work},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

@@ -75,16 +75,21 @@ absl::Status DejavuMethod::LoadPredictorWeights(const ModelConfig& config) {
   return absl::OkStatus();
 }
 
-Tensor DejavuMethod::Predict(const PredictorWeights& w, const Tensor& x,
-                             int64_t k) {
+void DejavuMethod::Predict(const PredictorWeights& w, const Tensor& x,
+                           int64_t k, UnitSelection* selection) {
   const int64_t rows = x.dim(0);
   Tensor hidden = backend_->Allocate(DType::kF32, {rows, w.w1.dim(0)});
   backend_->Linear(x, w.w1, Tensor(), &hidden);
+  // The rest reads only `hidden`, and its ids are needed one sub-block
+  // later (lookahead): side work, beside the sub-block in between. The first
+  // projection stays in line because it reads x, which that sub-block's
+  // residual add may overwrite.
+  backend_->BeginSideWork();
   Tensor logits = backend_->Allocate(DType::kF32, {rows, w.w2.dim(0)});
   backend_->Linear(hidden, w.w2, Tensor(), &logits);
-  Tensor ids = backend_->Allocate(DType::kI32, {rows, k});
-  backend_->TopK(logits, k, &ids);
-  return ids;
+  selection->ids = backend_->Allocate(DType::kI32, {rows, k});
+  backend_->TopK(logits, k, &selection->ids);
+  selection->side_work = backend_->EndSideWork();
 }
 
 void DejavuMethod::Fill(const PredictorWeights* w, const Tensor& x, int64_t k,
@@ -98,7 +103,7 @@ void DejavuMethod::Fill(const PredictorWeights* w, const Tensor& x, int64_t k,
       selection->oracle = true;
       return;
     case Selector::kPredictor:
-      selection->ids = Predict(*w, x, k);
+      Predict(*w, x, k, selection);
       return;
     case Selector::kRandom: {
       // K distinct uniform ids per row, ascending (a partial Fisher-Yates).

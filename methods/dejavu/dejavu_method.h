@@ -43,7 +43,9 @@ class DejavuMethod : public Method {
  private:
   absl::Status LoadPredictorWeights(const ModelConfig& config);
   // ids [rows, k] of the k largest predictor logits for x's rows.
-  Tensor Predict(const PredictorWeights& w, const Tensor& x, int64_t k);
+  // The K top-scoring units' ids into selection->ids.
+  void Predict(const PredictorWeights& w, const Tensor& x, int64_t k,
+               UnitSelection* selection);
   void Fill(const PredictorWeights* w, const Tensor& x, int64_t k,
             int64_t units, UnitSelection* selection);
 

@@ -13,6 +13,8 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "methods/method_args.h"
+#include "methods/registry.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -309,14 +311,11 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
 
 // Whole sessions: sparse vs masked execution of the same device-computed
 // selections (dejavu-timing predictors) on the GPU, with graph replays.
-std::vector<std::vector<float>> Decode(const ModelConfig& c,
-                                       const ModelWeights& w, Backend& backend,
-                                       const std::vector<std::string>& args,
-                                       int steps) {
-  auto m = LowRankPredictorMethod::Create(args);
-  EXPECT_TRUE(m.ok());
-  EXPECT_TRUE((*m)->Attach(c, backend).ok());
-  Session session(c, w, backend, **m, 64);
+std::vector<std::vector<float>> DecodeWith(const ModelConfig& c,
+                                           const ModelWeights& w,
+                                           Backend& backend, Method& method,
+                                           int steps) {
+  Session session(c, w, backend, method, 64);
   std::mt19937 rng(9);
   std::vector<int32_t> prompt(7);
   for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % c.vocab_size);
@@ -333,22 +332,35 @@ std::vector<std::vector<float>> Decode(const ModelConfig& c,
   return out;
 }
 
+std::vector<std::vector<float>> Decode(const ModelConfig& c,
+                                       const ModelWeights& w, Backend& backend,
+                                       const std::vector<std::string>& args,
+                                       int steps) {
+  auto m = LowRankPredictorMethod::Create(args);
+  EXPECT_TRUE(m.ok());
+  EXPECT_TRUE((*m)->Attach(c, backend).ok());
+  return DecodeWith(c, w, backend, **m, steps);
+}
+
+ModelConfig SmallConfig(bool llama) {
+  return llama ? LlamaConfigFromShape({.vocab_size = 97,
+                                       .hidden_size = 128,
+                                       .intermediate_size = 256,
+                                       .num_layers = 3,
+                                       .num_heads = 8,
+                                       .num_kv_heads = 4,
+                                       .max_position_embeddings = 128})
+               : OptConfigFromShape({.vocab_size = 97,
+                                     .hidden_size = 128,
+                                     .intermediate_size = 512,
+                                     .num_layers = 3,
+                                     .num_heads = 4,
+                                     .max_position_embeddings = 128});
+}
+
 TEST_F(SparseOpsTest, SparseDecodeEqualsMaskedWithGraphReplays) {
   for (bool llama : {false, true}) {
-    const ModelConfig c =
-        llama ? LlamaConfigFromShape({.vocab_size = 97,
-                                      .hidden_size = 128,
-                                      .intermediate_size = 256,
-                                      .num_layers = 3,
-                                      .num_heads = 8,
-                                      .num_kv_heads = 4,
-                                      .max_position_embeddings = 128})
-              : OptConfigFromShape({.vocab_size = 97,
-                                    .hidden_size = 128,
-                                    .intermediate_size = 512,
-                                    .num_layers = 3,
-                                    .num_heads = 4,
-                                    .max_position_embeddings = 128});
+    const ModelConfig c = SmallConfig(llama);
     ModelWeights host = RandomWeights(c, 2);
     auto w = gpu_->UploadWeights(host);
     ASSERT_TRUE(w.ok());
@@ -369,6 +381,45 @@ TEST_F(SparseOpsTest, SparseDecodeEqualsMaskedWithGraphReplays) {
     // prefill only, which is dense here, and one decode step).
     const auto cpu = Decode(c, host, cpu_, base, 1);
     EXPECT_LT(RelErr(a[0], cpu[0]), 1e-4);
+  }
+}
+
+// The registry's dejavu method runs its lookahead predictors as side work
+// (Backend::BeginSideWork: a second stream, forked and joined inside the
+// captured graph); the logits equal those of the same work in line, bit for
+// bit, over graph replays, OPT and Llama.
+TEST_F(SparseOpsTest, SideWorkPredictorsMatchInLine) {
+  CudaBackendOptions options;
+  options.side_work = false;
+  auto in_line = CudaBackend::Create(options);
+  ASSERT_TRUE(in_line.ok()) << in_line.status();
+  for (bool llama : {false, true}) {
+    const ModelConfig c = SmallConfig(llama);
+    const ModelWeights host = RandomWeights(c, 4);
+    auto w_side = gpu_->UploadWeights(host);
+    auto w_line = (*in_line)->UploadWeights(host);
+    ASSERT_TRUE(w_side.ok() && w_line.ok());
+    const auto attached = [&](Backend& backend) {
+      auto args =
+          MethodArgs::Parse({"mlp_keep=0.25", "head_keep=0.5",
+                             "predictors=random:32", "dense_first_heads=1"});
+      EXPECT_TRUE(args.ok()) << args.status();
+      auto m = CreateMethod("dejavu", *args);
+      EXPECT_TRUE(m.ok()) << m.status();
+      EXPECT_TRUE((*m)->Attach(c, backend).ok());
+      return *std::move(m);
+    };
+    auto m_side = attached(*gpu_);
+    auto m_line = attached(**in_line);
+    const int64_t before = gpu_->graph_stats().replays;
+    const auto a = DecodeWith(c, *w_side, *gpu_, *m_side, 40);
+    EXPECT_GE(gpu_->graph_stats().replays - before, 30)
+        << "side-work decode steps did not replay";
+    const auto b = DecodeWith(c, *w_line, **in_line, *m_line, 40);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i], b[i]) << (llama ? "llama" : "opt") << " step " << i;
+    }
   }
 }
 
