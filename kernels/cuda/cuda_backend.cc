@@ -452,11 +452,7 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
   if (in_side_work_ && RoundsInputForLinear(x, w)) {
     // cuda::Linear's own rounded copy would go back to the pool while the
     // side stream still reads it: round into a held tensor instead.
-    Tensor rounded = Allocate(w.dtype(), x.shape());
-    if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
-      Check(ConvertF32(*active_, x, &rounded), "Linear");
-    }
-    Linear(rounded, w, bias, y);
+    Linear(RoundedInput(x, w.dtype(), "Linear"), w, bias, y);
     return;
   }
   HoldForSideWork(x);
@@ -523,11 +519,16 @@ void CudaBackend::LinearGroupRounded(const Tensor& x,
     Backend::LinearGroup(x, w, b, y);
     return;
   }
-  Tensor rounded = Allocate(w[0]->dtype(), x.shape());
-  if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
-    Check(ConvertF32(*active_, x, &rounded), "LinearGroup");
-  }
+  const Tensor rounded = RoundedInput(x, w[0]->dtype(), "LinearGroup");
   for (size_t i = 0; i < w.size(); ++i) Linear(rounded, *w[i], *b[i], y[i]);
+}
+
+Tensor CudaBackend::RoundedInput(const Tensor& x, DType dtype, const char* op) {
+  Tensor rounded = Allocate(dtype, x.shape());
+  if (Op(MixTensor(MixTensor(kOpRoundInput, x), rounded))) {
+    Check(ConvertF32(*active_, x, &rounded), op);
+  }
+  return rounded;
 }
 
 bool CudaBackend::FusedNorm(const InputNorm& norm, const Tensor& x,

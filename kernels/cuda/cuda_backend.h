@@ -177,6 +177,8 @@ class CudaBackend : public Backend {
   void LinearGroupRounded(const Tensor& x, absl::Span<const Tensor* const> w,
                           absl::Span<const Tensor* const> b,
                           absl::Span<Tensor* const> y);
+  // x (f32) rounded to `dtype` in a step tensor: what cuBLAS reads.
+  Tensor RoundedInput(const Tensor& x, DType dtype, const char* op);
   // With `new_row`, DecodeAttentionWithNewRow.
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op,

@@ -165,26 +165,14 @@ absl::Status CheckActivations(const Tensor& t, absl::string_view what) {
 template <typename TOut, int kPerThread>
 void LaunchNormKernel(DeviceContext& ctx, bool layer_norm, bool fused,
                       int64_t rows, int threads, const NormArgs& args) {
-  const dim3 grid(static_cast<unsigned>(rows));
-  cudaStream_t stream = ctx.stream();
-  const bool pdl = ctx.programmatic_launch();
-  if (layer_norm) {
-    if (fused) {
-      LaunchKernel(pdl, NormKernel<true, true, TOut, kPerThread>, grid,
-                   dim3(threads), 0, stream, args);
-    } else {
-      LaunchKernel(pdl, NormKernel<true, false, TOut, kPerThread>, grid,
-                   dim3(threads), 0, stream, args);
-    }
-  } else {
-    if (fused) {
-      LaunchKernel(pdl, NormKernel<false, true, TOut, kPerThread>, grid,
-                   dim3(threads), 0, stream, args);
-    } else {
-      LaunchKernel(pdl, NormKernel<false, false, TOut, kPerThread>, grid,
-                   dim3(threads), 0, stream, args);
-    }
-  }
+  void (*kernel)(NormArgs) =
+      layer_norm ? (fused ? NormKernel<true, true, TOut, kPerThread>
+                          : NormKernel<true, false, TOut, kPerThread>)
+                 : (fused ? NormKernel<false, true, TOut, kPerThread>
+                          : NormKernel<false, false, TOut, kPerThread>);
+  LaunchKernel(ctx.programmatic_launch(), kernel,
+               dim3(static_cast<unsigned>(rows)), dim3(threads), 0,
+               ctx.stream(), args);
 }
 
 template <typename TOut>

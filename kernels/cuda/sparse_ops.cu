@@ -309,7 +309,7 @@ constexpr int kColumnsUnroll = 4;
 // One warp per output row o. The block first turns the row's kept unit ids
 // into column offsets in shared memory, so no weight load waits on an id
 // load; each warp then issues kColumnsUnroll steps of weight loads at once.
-// Every (o, column) product is added in the same order as before.
+// Each lane adds its 8-wide chunks in ascending order (lane, lane + 32, ...).
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(256)
     GatherColumnsGemvKernel(const float* __restrict__ x,
