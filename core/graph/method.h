@@ -93,6 +93,11 @@ class Method {
   virtual void SelectNeurons(const LayerSite& site, const Tensor& x,
                              UnitSelection* neurons) {}
   virtual SparseExecution execution() const { return SparseExecution::kMasked; }
+  // After Attach: whether SelectNeurons may keep fewer than all neurons at
+  // `layer`. Sparse execution prepares the transposed W2 of such layers only
+  // (on a device short of memory it transposes W2 in place, and the layer's
+  // dense MLP would then lose its fused kernels).
+  virtual bool MaySparsifyNeurons(int64_t layer) const { return true; }
 
   // Calibration (`dynsparse calibrate`): when observes() is true the graph
   // hands the method host f32 copies of what sparsity labels are made of,

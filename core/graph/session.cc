@@ -16,8 +16,7 @@ Session::Session(const ModelConfig& config, const ModelWeights& weights,
       method_(method),
       rope_(MakeRopeTable(config)),
       cache_(config, max_tokens, backend),
-      sparse_(config, weights, backend, rope_,
-              method.execution() == SparseExecution::kSparse) {
+      sparse_(config, weights, backend, rope_, method) {
   if (method_.SelectsTokens()) {
     tokens_ = std::make_unique<TokenState>(config, max_tokens);
   }

@@ -8,21 +8,27 @@ namespace dynsparse {
 
 SparseBlocks::SparseBlocks(const ModelConfig& config,
                            const ModelWeights& weights, Backend& backend,
-                           const RopeTable& rope, bool enabled)
+                           const RopeTable& rope, const Method& method)
     : config_(config),
       weights_(weights),
       backend_(backend),
       rope_(rope),
-      enabled_(enabled && backend.SupportsSparse()) {
+      enabled_(method.execution() == SparseExecution::kSparse &&
+               backend.SupportsSparse()) {
   if (!enabled_) return;
   rings_.resize(config.num_layers);
   in_place_.resize(config.num_layers);
+  sparse_mlp_.resize(config.num_layers);
   for (int64_t l = 0; l < config.num_layers; ++l) {
     // Transposed W2 now: a decode step (maybe a CUDA graph capture) must not
-    // allocate or copy weights.
-    const Tensor& w_down = weights.layers[l].w_down;
-    in_place_[l] =
-        backend_.TransposedWeight(w_down).raw_data() == w_down.raw_data();
+    // allocate or copy weights. Layers whose MLP stays dense keep W2 as it
+    // is, with their fused dense kernels.
+    sparse_mlp_[l] = method.MaySparsifyNeurons(l);
+    if (sparse_mlp_[l]) {
+      const Tensor& w_down = weights.layers[l].w_down;
+      in_place_[l] =
+          backend_.TransposedWeight(w_down).raw_data() == w_down.raw_data();
+    }
     Ring& ring = rings_[l];
     ring.x = backend_.Allocate(DType::kF32, {kRingSlots, config.hidden_size});
     ring.pos = backend_.Allocate(DType::kI32, {kRingSlots});
@@ -50,6 +56,14 @@ Tensor SparseBlocks::Ids(const UnitSelection& selection, int64_t rows) {
   return ids;
 }
 
+const Tensor& SparseBlocks::DownTransposed(int64_t layer) {
+  DS_CHECK(sparse_mlp_[layer])
+      << "layer " << layer
+      << ": the method selected neurons in a layer it declared dense "
+         "(Method::MaySparsifyNeurons)";
+  return backend_.TransposedWeight(weights_.layers[layer].w_down);
+}
+
 Tensor SparseBlocks::Mlp(int64_t layer, const Tensor& h,
                          const UnitSelection& neurons) {
   const LayerWeights& w = weights_.layers[layer];
@@ -64,8 +78,7 @@ Tensor SparseBlocks::Mlp(int64_t layer, const Tensor& h,
                           config_.activation, &act);
   }
   Tensor down = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
-  backend_.GatherLinearT(act, backend_.TransposedWeight(w.w_down), w.b_down,
-                         ids, &down);
+  backend_.GatherLinearT(act, DownTransposed(layer), w.b_down, ids, &down);
   return down;
 }
 
@@ -73,8 +86,8 @@ Tensor SparseBlocks::DownOfAll(int64_t layer, const Tensor& activation) {
   const LayerWeights& w = weights_.layers[layer];
   Tensor down =
       backend_.Allocate(DType::kF32, {activation.dim(0), config_.hidden_size});
-  backend_.GatherLinearT(activation, backend_.TransposedWeight(w.w_down),
-                         w.b_down, Tensor(), &down);
+  backend_.GatherLinearT(activation, DownTransposed(layer), w.b_down, Tensor(),
+                         &down);
   return down;
 }
 
@@ -86,8 +99,7 @@ Tensor SparseBlocks::DownOfKept(int64_t layer, const Tensor& activation,
   Tensor kept = backend_.Allocate(DType::kF32, {n, neurons.per_row});
   backend_.GatherColumns(activation, ids, 1, &kept);
   Tensor down = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
-  backend_.GatherLinearT(kept, backend_.TransposedWeight(w.w_down), w.b_down,
-                         ids, &down);
+  backend_.GatherLinearT(kept, DownTransposed(layer), w.b_down, ids, &down);
   return down;
 }
 

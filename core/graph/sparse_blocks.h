@@ -4,7 +4,8 @@
 // - MLP: the kept neurons only: gathered up (and gate) rows with fused bias +
 //   activation, then the down projection over the kept neurons from a
 //   transposed copy of W2 (Backend::TransposedWeight, made when the session
-//   starts so no decode step allocates).
+//   starts so no decode step allocates; only for the layers whose MLP the
+//   method may sparsify, Method::MaySparsifyNeurons).
 // - Attention (decode, one row): Q of the kept heads, attention of the kept
 //   heads, W_O over the kept heads' columns. K/V of skipped heads are
 //   completed lazily (METHODS.md §1.8): each layer keeps the attention inputs
@@ -27,6 +28,7 @@
 #include "absl/types/span.h"
 #include "core/graph/backend.h"
 #include "core/graph/kv_cache.h"
+#include "core/graph/method.h"
 #include "core/graph/rope.h"
 #include "core/graph/unit_selection.h"
 #include "core/model_config.h"
@@ -43,8 +45,10 @@ class SparseBlocks {
   // once per row.
   static constexpr int64_t kMaxRows = 8;
 
+  // Enabled when the method asks for sparse execution and the backend has
+  // sparse kernels; the method must be attached.
   SparseBlocks(const ModelConfig& config, const ModelWeights& weights,
-               Backend& backend, const RopeTable& rope, bool enabled);
+               Backend& backend, const RopeTable& rope, const Method& method);
 
   bool enabled() const { return enabled_; }
   // True when the backend had no room for a transposed copy of this layer's
@@ -82,6 +86,8 @@ class SparseBlocks {
     std::array<int32_t, 3> step{};  // LazyKvArgs::step
   };
   Tensor Ids(const UnitSelection& selection, int64_t rows);
+  // W2^T of a layer the method declared sparse (checked).
+  const Tensor& DownTransposed(int64_t layer);
   void RunLazyKv(int64_t layer, const Tensor* h, const Tensor* ids,
                  KvCache* cache);
 
@@ -92,6 +98,7 @@ class SparseBlocks {
   bool enabled_;
   std::vector<Ring> rings_;
   std::vector<char> in_place_;
+  std::vector<char> sparse_mlp_;  // Layers with a transposed W2.
 };
 
 }  // namespace dynsparse

@@ -44,6 +44,10 @@ class LowRankPredictorMethod : public Method {
     return options_.sparse ? SparseExecution::kSparse
                            : SparseExecution::kMasked;
   }
+  bool MaySparsifyNeurons(int64_t layer) const override {
+    return layer >= static_cast<int64_t>(layers_.size()) ||
+           layers_[layer].mlp.k > 0;
+  }
   void SelectHeads(const LayerSite& site, const Tensor& x,
                    UnitSelection* heads) override;
   void SelectNeurons(const LayerSite& site, const Tensor& x,

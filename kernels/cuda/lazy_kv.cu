@@ -83,17 +83,115 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
 constexpr int kLazyTokensPerPass = 2;
 constexpr int kLazyUnroll = 4;
 
-// A warp computes kLazyRowsPerWarp K/V rows at once, so each activation it
-// loads feeds that many rows; a head's tokens go kLazyTokensPerPass at a
-// time (a head rarely owes more than one token besides the new one; a
-// further pass re-reads its rows, mostly from L2). Each (row, token) sum
-// runs over the same elements in the same order whatever the pass.
-// At most 80 registers (3 blocks per SM): the kernel is latency-bound, and
-// with 2 blocks it ran at 48% of DRAM bandwidth (results/bench/
-// h200_run14_kernels).
+// acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's two adjacent
+// weight rows w0 and w0 + hidden. One pointer and no bounds test in the
+// unrolled loop: the kernel is issue-bound (results/bench/h200_run14_kernels:
+// ~15 cycles between a warp's instructions), and per-row pointers with
+// in-loop tests cost more instructions than the loads and FMAs themselves.
+template <typename T, int NP>
+__device__ __forceinline__ void LazyRowPairDot(const T* __restrict__ w0,
+                                               int64_t hidden,
+                                               const float* const (&xs)[NP],
+                                               float (&acc)[2][NP]) {
+  constexpr int kStep = 256;  // 32 lanes x 8 elements
+  const T* w1 = w0 + hidden;
+  const int64_t whole = hidden - hidden % (kStep * kLazyUnroll);
+  int64_t i = (threadIdx.x & 31) * 8;
+  const auto step = [&](const Raw8<T>& r0, const Raw8<T>& r1, int64_t at) {
+    float wv[2][8];
+    Convert8(r0, wv[0]);
+    Convert8(r1, wv[1]);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      float xv[8];
+      LoadX8(xs[p] + at, xv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        acc[0][p] = fmaf(wv[0][e], xv[e], acc[0][p]);
+        acc[1][p] = fmaf(wv[1][e], xv[e], acc[1][p]);
+      }
+    }
+  };
+  for (; i < whole; i += kStep * kLazyUnroll) {
+    Raw8<T> raw[kLazyUnroll][2];
+#pragma unroll
+    for (int u = 0; u < kLazyUnroll; ++u) {
+      LoadRaw8(w0 + i + u * kStep, raw[u][0]);
+      LoadRaw8(w1 + i + u * kStep, raw[u][1]);
+    }
+#pragma unroll
+    for (int u = 0; u < kLazyUnroll; ++u)
+      step(raw[u][0], raw[u][1], i + u * kStep);
+  }
+  for (; i < hidden; i += kStep) {
+    Raw8<T> r0, r1;
+    LoadRaw8(w0 + i, r0);
+    LoadRaw8(w1 + i, r1);
+    step(r0, r1, i);
+  }
+}
+
+// The element-wise fallback (unaligned or tiny test shapes): any row pair.
+template <typename T, int NP>
+__device__ __forceinline__ void LazyRowPairDotScalar(
+    const T* const (&wr)[2], int64_t hidden, const float* const (&xs)[NP],
+    float (&acc)[2][NP]) {
+  for (int64_t i = threadIdx.x & 31; i < hidden; i += 32) {
+    const float w0 = ToFloat(wr[0][i]), w1 = ToFloat(wr[1][i]);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      acc[0][p] = fmaf(w0, xs[p][i], acc[0][p]);
+      acc[1][p] = fmaf(w1, xs[p][i], acc[1][p]);
+    }
+  }
+}
+
+// One pass: the row pair's sums over tokens p0 .. p0 + NP - 1, stored to
+// the caches with the bias.
+template <typename T, bool kVec, int NP>
+__device__ __forceinline__ void LazyPass(
+    const LazyArgs& a, const T* const (&wr)[2], const int64_t (&row)[2],
+    const bool (&store)[2], const bool (&is_v)[2], const int* slot_list,
+    const int* pos_list, int p0) {
+  const float* xs[NP];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const int slot = slot_list[p0 + p];
+    xs[p] = slot < 0 ? a.h : a.ring_x + slot * a.hidden;
+  }
+  float acc[2][NP] = {};
+  if constexpr (kVec) {
+    LazyRowPairDot<T, NP>(wr[0], a.hidden, xs, acc);
+  } else {
+    LazyRowPairDotScalar<T, NP>(wr, a.hidden, xs, acc);
+  }
+  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    if (!store[t]) continue;
+    float* cache = is_v[t] ? a.v_cache : a.k_cache;
+    const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
+                                is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      const float v = WarpSum(acc[t][p]);
+      if ((threadIdx.x & 31) == 0)
+        cache[pos_list[p0 + p] * stride + row[t]] = v + b;
+    }
+  }
+}
+
+// A warp computes two K/V rows at once, so each activation it loads feeds
+// both; a head's tokens go kLazyTokensPerPass at a time (a head rarely owes
+// more than one token besides the new one; a further pass re-reads its rows,
+// mostly from L2). Each (row, token) sum runs over the same elements in the
+// same order whatever the pass. The vector path takes an even head_dim, so a
+// warp's two rows are adjacent rows of W_K or of W_V (LazyKvDevice); the
+// scalar path reads each row through its own pointer.
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(256, 3)
+__global__ void __launch_bounds__(256, 4)
     LazyKvComputeKernel(const LazyArgs a) {
+  static_assert(kLazyRowsPerWarp == 2, "LazyPass computes a row pair");
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   const int g = blockIdx.x;
@@ -101,102 +199,30 @@ __global__ void __launch_bounds__(256, 3)
   __syncthreads();
   const int n = count;
   if (n == 0) return;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5;
   const int r0 = blockIdx.y * kLazyRowsPerBlock + warp * kLazyRowsPerWarp;
   if (r0 >= 2 * a.head_dim) return;
-  bool valid[kLazyRowsPerWarp], is_v[kLazyRowsPerWarp];
-  int64_t row[kLazyRowsPerWarp];
-  const T* wr[kLazyRowsPerWarp];
+  bool store[2], is_v[2];
+  int64_t row[2];
+  const T* wr[2];
 #pragma unroll
-  for (int t = 0; t < kLazyRowsPerWarp; ++t) {
+  for (int t = 0; t < 2; ++t) {
     const int r = r0 + t;
-    valid[t] = r < 2 * a.head_dim;
+    store[t] = r < 2 * a.head_dim;
     is_v[t] = r >= a.head_dim;
     row[t] =
         static_cast<int64_t>(g) * a.head_dim + (is_v[t] ? r - a.head_dim : r);
-    // An invalid row reads row r0's weights (in bounds) and is not stored.
+    // A row past the end reads row r0's weights (in bounds), not stored.
     wr[t] = static_cast<const T*>(is_v[t] ? a.wv : a.wk) +
-            (valid[t] ? row[t] : row[0]) * a.hidden;
+            (store[t] ? row[t] : row[0]) * a.hidden;
   }
-  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
   constexpr int P = kLazyTokensPerPass;
-  for (int p0 = 0; p0 < n; p0 += P) {
-    const int np = min(P, n - p0);
-    const float* xs[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int slot = p < np ? slot_list[p0 + p] : -1;
-      xs[p] = p >= np ? nullptr : slot < 0 ? a.h : a.ring_x + slot * a.hidden;
-    }
-    float acc[kLazyRowsPerWarp][P];
-#pragma unroll
-    for (int t = 0; t < kLazyRowsPerWarp; ++t) {
-#pragma unroll
-      for (int p = 0; p < P; ++p) acc[t][p] = 0.f;
-    }
-    if constexpr (kVec) {
-      for (int64_t i0 = lane * 8; i0 < a.hidden; i0 += 256 * kLazyUnroll) {
-        Raw8<T> raw[kLazyUnroll][kLazyRowsPerWarp];
-#pragma unroll
-        for (int u = 0; u < kLazyUnroll; ++u) {
-          const int64_t i = i0 + u * 256;
-#pragma unroll
-          for (int t = 0; t < kLazyRowsPerWarp; ++t) {
-            if (i < a.hidden) LoadRaw8(wr[t] + i, raw[u][t]);
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < kLazyUnroll; ++u) {
-          const int64_t i = i0 + u * 256;
-          if (i >= a.hidden) break;
-          float wv[kLazyRowsPerWarp][8];
-#pragma unroll
-          for (int t = 0; t < kLazyRowsPerWarp; ++t) Convert8(raw[u][t], wv[t]);
-#pragma unroll
-          for (int p = 0; p < P; ++p) {
-            if (p < np) {
-              float xv[8];
-              LoadX8(xs[p] + i, xv);
-#pragma unroll
-              for (int t = 0; t < kLazyRowsPerWarp; ++t) {
-#pragma unroll
-                for (int e = 0; e < 8; ++e)
-                  acc[t][p] = fmaf(wv[t][e], xv[e], acc[t][p]);
-              }
-            }
-          }
-        }
-      }
-    } else {
-      for (int64_t i = lane; i < a.hidden; i += 32) {
-        float wv[kLazyRowsPerWarp];
-#pragma unroll
-        for (int t = 0; t < kLazyRowsPerWarp; ++t) wv[t] = ToFloat(wr[t][i]);
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-          if (p < np) {
-            const float x = xs[p][i];
-#pragma unroll
-            for (int t = 0; t < kLazyRowsPerWarp; ++t)
-              acc[t][p] = fmaf(wv[t], x, acc[t][p]);
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kLazyRowsPerWarp; ++t) {
-      if (!valid[t]) continue;
-      const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
-                                  is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
-      float* cache = is_v[t] ? a.v_cache : a.k_cache;
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        if (p < np) {
-          const float v = WarpSum(acc[t][p]);
-          if (lane == 0) cache[pos_list[p0 + p] * stride + row[t]] = v + b;
-        }
-      }
-    }
+  int p0 = 0;
+  for (; p0 + P <= n; p0 += P) {
+    LazyPass<T, kVec, P>(a, wr, row, store, is_v, slot_list, pos_list, p0);
+  }
+  if (p0 < n) {
+    LazyPass<T, kVec, 1>(a, wr, row, store, is_v, slot_list, pos_list, p0);
   }
 }
 
@@ -276,7 +302,8 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   a.hidden = d.hidden;
   a.k_cache = d.k_cache;
   a.v_cache = d.v_cache;
-  const bool vec = Vec8(*d.wk, d.hidden) && IsAligned(d.wv->raw_data(), 16) &&
+  const bool vec = d.head_dim % 2 == 0 && Vec8(*d.wk, d.hidden) &&
+                   IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
   const dim3 grid(

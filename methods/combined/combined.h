@@ -46,6 +46,9 @@ class CombinedMethod : public Method {
                      UnitSelection* neurons) override {
     head_neuron_->SelectNeurons(site, x, neurons);
   }
+  bool MaySparsifyNeurons(int64_t layer) const override {
+    return head_neuron_->MaySparsifyNeurons(layer);
+  }
   SparseExecution execution() const override {
     return head_neuron_->execution();
   }

@@ -34,6 +34,10 @@ class DejavuMethod : public Method {
   void SelectNeurons(const LayerSite& site, const Tensor& x,
                      UnitSelection* neurons) override;
   SparseExecution execution() const override { return options_.execution; }
+  bool MaySparsifyNeurons(int64_t layer) const override {
+    return layer >= static_cast<int64_t>(mlp_kept_.size()) ||
+           mlp_kept_[layer] > 0;
+  }
 
   const DejavuOptions& options() const { return options_; }
   // Units kept per row at each layer (0 = dense), after Attach.

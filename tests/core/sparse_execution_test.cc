@@ -39,6 +39,9 @@ class RandomSelection : public Method {
   }
   void BeginSequence() override { calls_.clear(); }
   SparseExecution execution() const override { return execution_; }
+  bool MaySparsifyNeurons(int64_t layer) const override {
+    return neurons_k_ > 0 && layer != config_.num_layers - 1;
+  }
   void SelectHeads(const LayerSite& site, const Tensor& x,
                    UnitSelection* sel) override {
     if (heads_k_ == 0 || site.layer == 0) return;
@@ -95,13 +98,19 @@ class CountingBackend : public CpuBackend {
     ++gather_t;
     CpuBackend::GatherLinearT(x, w_t, bias, ids, y);
   }
-  int lazy_kv = 0, gather_t = 0;
+  int lazy_kv = 0, gather_t = 0, transposed = 0;
+
+ protected:
+  Tensor Transpose(const Tensor& w) override {
+    ++transposed;
+    return CpuBackend::Transpose(w);
+  }
 };
 
 struct SeqRun {
   std::vector<std::vector<float>> logits;  // Per Forward.
   std::vector<std::vector<float>> keys;    // Per layer, rows [0, length).
-  int lazy_kv = 0, gather_t = 0;
+  int lazy_kv = 0, gather_t = 0, transposed = 0;
 };
 
 // Prefill of `prompt` tokens, then `steps` single-token steps; with
@@ -138,6 +147,7 @@ SeqRun RunSequence(const ModelConfig& c, const ModelWeights& w, Method& method,
   }
   run.lazy_kv = backend.lazy_kv;
   run.gather_t = backend.gather_t;
+  run.transposed = backend.transposed;
   return run;
 }
 
@@ -207,6 +217,10 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
     EXPECT_GT(b.lazy_kv, 0) << "the sparse head path did not run";
   }
   EXPECT_GT(b.gather_t, 0) << "the sparse MLP path did not run";
+  // W2 is transposed for the layers whose MLP may be sparse only (the last
+  // layer's stays dense), and never for masked execution.
+  EXPECT_EQ(a.transposed, 0);
+  EXPECT_EQ(b.transposed, c.num_layers - 1);
   // Every head completes a token at the latest one ring length after it:
   // after the last position (24) rows 0..8 are complete in the sparse cache.
   const int64_t complete = 5 + 20 - SparseBlocks::kRingSlots;

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "core/model_shapes.h"
 #include "core/random_weights.h"
@@ -230,10 +232,14 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 }
 
 // Runs the same lazy K/V steps on both backends and compares the caches and
-// the pending flags after every step.
+// the pending flags after every step. Hidden 1280 takes the kernel's
+// unrolled loop (1024 elements a step) and its remainder; 64 only the latter.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
-  for (bool rope : {false, true}) {
-    const int64_t hidden = 64, heads = 4, kv = 2, hd = 16, slots = 16;
+  for (const auto& [rope, hidden] :
+       {std::pair{false, 64}, std::pair{true, 64}, std::pair{false, 1280},
+        std::pair{true, 1280}}) {
+    SCOPED_TRACE(absl::StrCat("rope ", rope, " hidden ", hidden));
+    const int64_t heads = hidden / 16, kv = 2, hd = 16, slots = 16;
     ModelConfig c = LlamaConfigFromShape({.vocab_size = 8,
                                           .hidden_size = hidden,
                                           .intermediate_size = 8,
