@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kMaxRing = 16;
 static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
-constexpr int kLazyRowsPerWarp = 2;
+constexpr int kLazyRowsPerWarp = 4;
 constexpr int kLazyRowsPerBlock = 8 * kLazyRowsPerWarp;  // 8 warps
 
 struct LazyArgs {
@@ -81,117 +81,135 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
 // weight loads a warp issues before it uses any (loads in flight per warp:
 // kLazyRowsPerWarp x kLazyUnroll x 16 bytes per lane).
 constexpr int kLazyTokensPerPass = 2;
-constexpr int kLazyUnroll = 4;
+constexpr int kLazyUnroll = 2;
 
-// acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's two adjacent
-// weight rows w0 and w0 + hidden. One pointer and no bounds test in the
-// unrolled loop: the kernel is issue-bound (results/bench/h200_run14_kernels:
-// ~15 cycles between a warp's instructions), and per-row pointers with
-// in-loop tests cost more instructions than the loads and FMAs themselves.
-template <typename T, int NP>
-__device__ __forceinline__ void LazyRowPairDot(const T* __restrict__ w0,
-                                               int64_t hidden,
-                                               const float* const (&xs)[NP],
-                                               float (&acc)[2][NP]) {
+// acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's kRows adjacent
+// weight rows from w0. One pointer and no bounds test in the unrolled loop:
+// the kernel was issue-bound (results/bench/h200_run14_kernels: ~15 cycles
+// between a warp's instructions), and per-row pointers with in-loop tests
+// cost more instructions than the loads and FMAs themselves.
+template <typename T, int kRows, int NP>
+__device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
+                                            int64_t hidden,
+                                            const float* const (&xs)[NP],
+                                            float (&acc)[kRows][NP]) {
   constexpr int kStep = 256;  // 32 lanes x 8 elements
-  const T* w1 = w0 + hidden;
   const int64_t whole = hidden - hidden % (kStep * kLazyUnroll);
   int64_t i = (threadIdx.x & 31) * 8;
-  const auto step = [&](const Raw8<T>& r0, const Raw8<T>& r1, int64_t at) {
-    float wv[2][8];
-    Convert8(r0, wv[0]);
-    Convert8(r1, wv[1]);
+  // Each row's weights are converted once and used for every token.
+  const auto step = [&](const Raw8<T>(&raw)[kRows], int64_t at) {
+    float xv[NP][8];
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      float xv[8];
-      LoadX8(xs[p] + at, xv);
+    for (int p = 0; p < NP; ++p) LoadX8(xs[p] + at, xv[p]);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        acc[0][p] = fmaf(wv[0][e], xv[e], acc[0][p]);
-        acc[1][p] = fmaf(wv[1][e], xv[e], acc[1][p]);
+    for (int t = 0; t < kRows; ++t) {
+      float wv[8];
+      Convert8(raw[t], wv);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          acc[t][p] = fmaf(wv[e], xv[p][e], acc[t][p]);
       }
     }
   };
   for (; i < whole; i += kStep * kLazyUnroll) {
-    Raw8<T> raw[kLazyUnroll][2];
+    Raw8<T> raw[kLazyUnroll][kRows];
 #pragma unroll
     for (int u = 0; u < kLazyUnroll; ++u) {
-      LoadRaw8(w0 + i + u * kStep, raw[u][0]);
-      LoadRaw8(w1 + i + u * kStep, raw[u][1]);
+#pragma unroll
+      for (int t = 0; t < kRows; ++t)
+        LoadRaw8(w0 + t * hidden + i + u * kStep, raw[u][t]);
     }
 #pragma unroll
-    for (int u = 0; u < kLazyUnroll; ++u)
-      step(raw[u][0], raw[u][1], i + u * kStep);
+    for (int u = 0; u < kLazyUnroll; ++u) step(raw[u], i + u * kStep);
   }
   for (; i < hidden; i += kStep) {
-    Raw8<T> r0, r1;
-    LoadRaw8(w0 + i, r0);
-    LoadRaw8(w1 + i, r1);
-    step(r0, r1, i);
+    Raw8<T> raw[kRows];
+#pragma unroll
+    for (int t = 0; t < kRows; ++t) LoadRaw8(w0 + t * hidden + i, raw[t]);
+    step(raw, i);
   }
 }
 
-// The element-wise fallback (unaligned or tiny test shapes): any row pair.
-template <typename T, int NP>
-__device__ __forceinline__ void LazyRowPairDotScalar(
-    const T* const (&wr)[2], int64_t hidden, const float* const (&xs)[NP],
-    float (&acc)[2][NP]) {
+// The element-wise fallback (unaligned or tiny test shapes): any rows.
+template <typename T, int kRows, int NP>
+__device__ __forceinline__ void LazyRowsDotScalar(const T* const (&wr)[kRows],
+                                                  int64_t hidden,
+                                                  const float* const (&xs)[NP],
+                                                  float (&acc)[kRows][NP]) {
   for (int64_t i = threadIdx.x & 31; i < hidden; i += 32) {
-    const float w0 = ToFloat(wr[0][i]), w1 = ToFloat(wr[1][i]);
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      acc[0][p] = fmaf(w0, xs[p][i], acc[0][p]);
-      acc[1][p] = fmaf(w1, xs[p][i], acc[1][p]);
+    for (int t = 0; t < kRows; ++t) {
+      const float w = ToFloat(wr[t][i]);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) acc[t][p] = fmaf(w, xs[p][i], acc[t][p]);
     }
   }
 }
 
-// One pass: the row pair's sums over tokens p0 .. p0 + NP - 1, stored to
-// the caches with the bias.
+// A warp's rows: where they are and which cache they go to.
+template <typename T>
+struct LazyRows {
+  static constexpr int kRows = kLazyRowsPerWarp;
+  const T* w[kRows];
+  int64_t row[kRows];  // Row of W_K / W_V (and column of the cache).
+  bool store[kRows];   // False past the head's 2 x head_dim rows.
+  bool is_v[kRows];
+};
+
+// One pass: the rows' sums over tokens p0 .. p0 + NP - 1, stored to the
+// caches with the bias.
 template <typename T, bool kVec, int NP>
-__device__ __forceinline__ void LazyPass(
-    const LazyArgs& a, const T* const (&wr)[2], const int64_t (&row)[2],
-    const bool (&store)[2], const bool (&is_v)[2], const int* slot_list,
-    const int* pos_list, int p0) {
+__device__ __forceinline__ void LazyPass(const LazyArgs& a,
+                                         const LazyRows<T>& rows,
+                                         const int* slot_list,
+                                         const int* pos_list, int p0) {
+  constexpr int R = LazyRows<T>::kRows;
   const float* xs[NP];
 #pragma unroll
   for (int p = 0; p < NP; ++p) {
     const int slot = slot_list[p0 + p];
     xs[p] = slot < 0 ? a.h : a.ring_x + slot * a.hidden;
   }
-  float acc[2][NP] = {};
+  float acc[R][NP] = {};
   if constexpr (kVec) {
-    LazyRowPairDot<T, NP>(wr[0], a.hidden, xs, acc);
+    LazyRowsDot<T, R, NP>(rows.w[0], a.hidden, xs, acc);
   } else {
-    LazyRowPairDotScalar<T, NP>(wr, a.hidden, xs, acc);
+    LazyRowsDotScalar<T, R, NP>(rows.w, a.hidden, xs, acc);
   }
   const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
 #pragma unroll
-  for (int t = 0; t < 2; ++t) {
-    if (!store[t]) continue;
-    float* cache = is_v[t] ? a.v_cache : a.k_cache;
-    const float b = LoadAsFloat(is_v[t] ? a.bv : a.bk,
-                                is_v[t] ? a.bv_kind : a.bk_kind, row[t], 0.f);
+  for (int t = 0; t < R; ++t) {
+    if (!rows.store[t]) continue;
+    const bool v = rows.is_v[t];
+    float* cache = v ? a.v_cache : a.k_cache;
+    const float b = LoadAsFloat(v ? a.bv : a.bk, v ? a.bv_kind : a.bk_kind,
+                                rows.row[t], 0.f);
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
-      const float v = WarpSum(acc[t][p]);
+      const float sum = WarpSum(acc[t][p]);
       if ((threadIdx.x & 31) == 0)
-        cache[pos_list[p0 + p] * stride + row[t]] = v + b;
+        cache[pos_list[p0 + p] * stride + rows.row[t]] = sum + b;
     }
   }
 }
 
-// A warp computes two K/V rows at once, so each activation it loads feeds
-// both; a head's tokens go kLazyTokensPerPass at a time (a head rarely owes
-// more than one token besides the new one; a further pass re-reads its rows,
-// mostly from L2). Each (row, token) sum runs over the same elements in the
-// same order whatever the pass. The vector path takes an even head_dim, so a
-// warp's two rows are adjacent rows of W_K or of W_V (LazyKvDevice); the
-// scalar path reads each row through its own pointer.
+// A warp computes kLazyRowsPerWarp K/V rows at once, so each activation it
+// loads feeds all of them; a head's tokens go kLazyTokensPerPass at a time
+// (a head rarely owes more than one token besides the new one; a further
+// pass re-reads its rows, mostly from L2). Each (row, token) sum runs over
+// the same elements in the same order whatever the pass.
+// Four rows a warp: with 36 active heads of OPT-66B the 2,304 warps all fit
+// on the GPU at once (3 blocks of 8 warps per SM); at two rows a warp 4,608
+// warps did not, and the last 9% of the blocks ran as a tail with the SMs
+// three-quarters idle (results/bench/h200_run17).
+// The vector path takes head_dim % kLazyRowsPerWarp == 0, so a warp's rows
+// are adjacent rows of W_K or of W_V (LazyKvDevice); the scalar path reads
+// each row through its own pointer.
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 3)
     LazyKvComputeKernel(const LazyArgs a) {
-  static_assert(kLazyRowsPerWarp == 2, "LazyPass computes a row pair");
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   const int g = blockIdx.x;
@@ -202,28 +220,24 @@ __global__ void __launch_bounds__(256, 4)
   const int warp = threadIdx.x >> 5;
   const int r0 = blockIdx.y * kLazyRowsPerBlock + warp * kLazyRowsPerWarp;
   if (r0 >= 2 * a.head_dim) return;
-  bool store[2], is_v[2];
-  int64_t row[2];
-  const T* wr[2];
+  LazyRows<T> rows;
 #pragma unroll
-  for (int t = 0; t < 2; ++t) {
+  for (int t = 0; t < LazyRows<T>::kRows; ++t) {
     const int r = r0 + t;
-    store[t] = r < 2 * a.head_dim;
-    is_v[t] = r >= a.head_dim;
-    row[t] =
-        static_cast<int64_t>(g) * a.head_dim + (is_v[t] ? r - a.head_dim : r);
+    rows.store[t] = r < 2 * a.head_dim;
+    rows.is_v[t] = r >= a.head_dim;
+    rows.row[t] = static_cast<int64_t>(g) * a.head_dim +
+                  (rows.is_v[t] ? r - a.head_dim : r);
     // A row past the end reads row r0's weights (in bounds), not stored.
-    wr[t] = static_cast<const T*>(is_v[t] ? a.wv : a.wk) +
-            (store[t] ? row[t] : row[0]) * a.hidden;
+    rows.w[t] = static_cast<const T*>(rows.is_v[t] ? a.wv : a.wk) +
+                (rows.store[t] ? rows.row[t] : rows.row[0]) * a.hidden;
   }
   constexpr int P = kLazyTokensPerPass;
   int p0 = 0;
   for (; p0 + P <= n; p0 += P) {
-    LazyPass<T, kVec, P>(a, wr, row, store, is_v, slot_list, pos_list, p0);
+    LazyPass<T, kVec, P>(a, rows, slot_list, pos_list, p0);
   }
-  if (p0 < n) {
-    LazyPass<T, kVec, 1>(a, wr, row, store, is_v, slot_list, pos_list, p0);
-  }
+  if (p0 < n) LazyPass<T, kVec, 1>(a, rows, slot_list, pos_list, p0);
 }
 
 __global__ void LazyKvCommitKernel(const LazyArgs a) {
@@ -302,8 +316,8 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   a.hidden = d.hidden;
   a.k_cache = d.k_cache;
   a.v_cache = d.v_cache;
-  const bool vec = d.head_dim % 2 == 0 && Vec8(*d.wk, d.hidden) &&
-                   IsAligned(d.wv->raw_data(), 16) &&
+  const bool vec = d.head_dim % kLazyRowsPerWarp == 0 &&
+                   Vec8(*d.wk, d.hidden) && IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
   const dim3 grid(

@@ -303,30 +303,42 @@ int SplitsFor(int sm_count, int64_t rows, int rows_per_block, int64_t k,
 // Kept columns a block can hold in shared memory (k * uw <= this, e.g. 72
 // heads of 128); wider selections take the unstaged loop.
 constexpr int kStagedColumns = 16384;
-// Loop steps whose weight loads a warp issues before it uses any.
-constexpr int kColumnsUnroll = 4;
+// Loop steps whose weight loads a warp issues before it uses any, and output
+// rows per warp: four rows share each activation load, and the 9216 rows of
+// an OPT-66B O-projection make 2304 warps, which all fit on the GPU at once
+// (at one row a warp, 1.75 waves of blocks left the SMs idle 17% of the
+// time in results/bench/h200_run17).
+constexpr int kColumnsUnroll = 2;
+constexpr int kColumnsRowsPerWarp = 4;
+constexpr int kColumnsRowsPerBlock = 8 * kColumnsRowsPerWarp;  // 8 warps
 
-// One warp per output row o. The block first turns the row's kept unit ids
-// into column offsets in shared memory, so no weight load waits on an id
-// load; each warp then issues kColumnsUnroll steps of weight loads at once.
-// Each lane adds its 8-wide chunks in ascending order (lane, lane + 32, ...).
+// Each warp computes kColumnsRowsPerWarp output rows. The block first turns
+// the row's kept unit ids into column offsets in shared memory, so no weight
+// load waits on an id load; each warp then issues kColumnsUnroll steps of
+// weight loads at once. Each lane adds its 8-wide chunks in ascending order
+// (lane, lane + 32, ...).
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
     GatherColumnsGemvKernel(const float* __restrict__ x,
                             const T* __restrict__ w, int64_t in, int64_t out,
                             const void* bias, FloatKind bk,
                             const int32_t* __restrict__ ids, int k, int uw,
                             float* __restrict__ y) {
+  constexpr int R = kColumnsRowsPerWarp;
   __shared__ int columns[kVec ? kStagedColumns / 8 : 1];
   PdlWait();
   const int lane = threadIdx.x & 31;
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kColumnsRowsPerBlock +
+                     (threadIdx.x >> 5) * R;
   const int r = blockIdx.y;
   const int64_t width = static_cast<int64_t>(k) * uw;
   const float* xr = x + r * width;
   const int32_t* ir = ids + static_cast<int64_t>(r) * k;
-  const T* wr = w + min(o, out - 1) * in;
-  float acc = 0.f;
+  // Rows past the end read the last row (in bounds) and are not stored.
+  const T* wr[R];
+#pragma unroll
+  for (int t = 0; t < R; ++t) wr[t] = w + min(o0 + t, out - 1) * in;
+  float acc[R] = {};
   if constexpr (kVec) {
     // Column of each 8-wide chunk c / 8 (uw % 8 == 0: a chunk stays in one
     // unit).
@@ -336,35 +348,52 @@ __global__ void __launch_bounds__(256)
       columns[i] = ir[j] * uw + (i * 8 - j * uw);
     }
     __syncthreads();
-    if (o >= out) return;
+    if (o0 >= out) return;
     for (int c0 = lane; c0 < chunks; c0 += 32 * kColumnsUnroll) {
-      Raw8<T> raw[kColumnsUnroll];
+      Raw8<T> raw[kColumnsUnroll][R];
 #pragma unroll
       for (int u = 0; u < kColumnsUnroll; ++u) {
         const int c = c0 + 32 * u;
-        if (c < chunks) LoadRaw8(wr + columns[c], raw[u]);
+        if (c < chunks) {
+          const int column = columns[c];
+#pragma unroll
+          for (int t = 0; t < R; ++t) LoadRaw8(wr[t] + column, raw[u][t]);
+        }
       }
 #pragma unroll
       for (int u = 0; u < kColumnsUnroll; ++u) {
         const int c = c0 + 32 * u;
         if (c >= chunks) break;
-        float wv[8], xv[8];
-        Convert8(raw[u], wv);
+        float xv[8];
         LoadX8(xr + 8 * c, xv);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[e], acc);
+        for (int t = 0; t < R; ++t) {
+          float wv[8];
+          Convert8(raw[u][t], wv);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[t] = fmaf(wv[e], xv[e], acc[t]);
+        }
       }
     }
   } else {
-    if (o >= out) return;
+    if (o0 >= out) return;
     for (int64_t c = lane; c < width; c += 32) {
       const int64_t j = c / uw;
-      acc = fmaf(ToFloat(wr[static_cast<int64_t>(ir[j]) * uw + (c - j * uw)]),
-                 xr[c], acc);
+      const int64_t column = static_cast<int64_t>(ir[j]) * uw + (c - j * uw);
+      const float xc = xr[c];
+#pragma unroll
+      for (int t = 0; t < R; ++t) {
+        acc[t] = fmaf(ToFloat(wr[t][column]), xc, acc[t]);
+      }
     }
   }
-  acc = WarpSum(acc);
-  if (lane == 0) y[r * out + o] = acc + LoadAsFloat(bias, bk, o, 0.f);
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const float sum = WarpSum(acc[t]);
+    if (lane == 0 && o0 + t < out) {
+      y[r * out + o0 + t] = sum + LoadAsFloat(bias, bk, o0 + t, 0.f);
+    }
+  }
 }
 
 __global__ void GatherColumnsCopyKernel(const float* x, int64_t width,
@@ -473,7 +502,7 @@ absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                    k * unit_width <= kStagedColumns;
   return ByWeightType(w.dtype(), [&](auto t) {
     using T = decltype(t);
-    const dim3 grid(static_cast<unsigned>(CeilDiv(out, 8)),
+    const dim3 grid(static_cast<unsigned>(CeilDiv(out, kColumnsRowsPerBlock)),
                     static_cast<unsigned>(rows));
     LaunchKernel(ctx.programmatic_launch(),
                  vec ? GatherColumnsGemvKernel<T, true>
