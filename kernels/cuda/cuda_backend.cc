@@ -1167,7 +1167,8 @@ void CudaBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,
   sig = Mix(MixTensor(MixTensor(sig, ids), *y), unit_width);
   if (!Op(sig)) return;
   Check(GatherColumnsGemv(*active_, x, w, bias, ids.data<int32_t>(), ids.dim(1),
-                          unit_width, y),
+                          unit_width, y,
+                          static_cast<int>(options_.sparse_rows_per_warp)),
         "GatherColumnsLinear");
 }
 
@@ -1224,6 +1225,7 @@ void CudaBackend::LazyKv(const LazyKvArgs& args) {
   d.hidden = args.ring_x->dim(1);
   d.k_cache = args.k_cache->data<float>();
   d.v_cache = args.v_cache->data<float>();
+  d.rows_per_warp = static_cast<int>(options_.sparse_rows_per_warp);
   Check(LazyKvDevice(*active_, d), "LazyKv");
 }
 

@@ -51,6 +51,8 @@ constexpr Number kNumbers[] = {
      ""},
     // The decode kernel has 16-, 32- and 64-key chunk variants.
     {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
+    // The lazy K/V kernel has 2- and 4-row variants (0: automatic).
+    {"SPARSE_ROWS", &Options::sparse_rows_per_warp, 0, "0|2|4"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -12,8 +12,7 @@ namespace {
 
 constexpr int kMaxRing = 16;
 static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
-constexpr int kLazyRowsPerWarp = 4;
-constexpr int kLazyRowsPerBlock = 8 * kLazyRowsPerWarp;  // 8 warps
+constexpr int kLazyWarps = 8;  // Per block.
 
 struct LazyArgs {
   const float* h;
@@ -77,11 +76,20 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
   return active;
 }
 
-// Tokens one pass over a warp's weight rows serves, and the loop steps whose
-// weight loads a warp issues before it uses any (loads in flight per warp:
-// kLazyRowsPerWarp x kLazyUnroll x 16 bytes per lane).
+// Tokens one pass over a warp's weight rows serves.
 constexpr int kLazyTokensPerPass = 2;
-constexpr int kLazyUnroll = 2;
+
+// Rows per warp (2 or 4, LazyKvDevice picks) set the loop steps whose weight
+// loads a warp issues before it uses any (8 loads of 16 bytes per lane in
+// flight either way) and the blocks an SM must hold (registers).
+template <int kRows>
+constexpr int LazyUnroll() {
+  return 8 / kRows;
+}
+template <int kRows>
+constexpr int LazyMinBlocks() {
+  return kRows == 2 ? 4 : 3;
+}
 
 // acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's kRows adjacent
 // weight rows from w0. One pointer and no bounds test in the unrolled loop:
@@ -94,7 +102,8 @@ __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
                                             const float* const (&xs)[NP],
                                             float (&acc)[kRows][NP]) {
   constexpr int kStep = 256;  // 32 lanes x 8 elements
-  const int64_t whole = hidden - hidden % (kStep * kLazyUnroll);
+  constexpr int kUnroll = LazyUnroll<kRows>();
+  const int64_t whole = hidden - hidden % (kStep * kUnroll);
   int64_t i = (threadIdx.x & 31) * 8;
   // Each row's weights are converted once and used for every token.
   const auto step = [&](const Raw8<T>(&raw)[kRows], int64_t at) {
@@ -113,16 +122,16 @@ __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
       }
     }
   };
-  for (; i < whole; i += kStep * kLazyUnroll) {
-    Raw8<T> raw[kLazyUnroll][kRows];
+  for (; i < whole; i += kStep * kUnroll) {
+    Raw8<T> raw[kUnroll][kRows];
 #pragma unroll
-    for (int u = 0; u < kLazyUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
       for (int t = 0; t < kRows; ++t)
         LoadRaw8(w0 + t * hidden + i + u * kStep, raw[u][t]);
     }
 #pragma unroll
-    for (int u = 0; u < kLazyUnroll; ++u) step(raw[u], i + u * kStep);
+    for (int u = 0; u < kUnroll; ++u) step(raw[u], i + u * kStep);
   }
   for (; i < hidden; i += kStep) {
     Raw8<T> raw[kRows];
@@ -149,9 +158,9 @@ __device__ __forceinline__ void LazyRowsDotScalar(const T* const (&wr)[kRows],
 }
 
 // A warp's rows: where they are and which cache they go to.
-template <typename T>
+template <typename T, int R>
 struct LazyRows {
-  static constexpr int kRows = kLazyRowsPerWarp;
+  static constexpr int kRows = R;
   const T* w[kRows];
   int64_t row[kRows];  // Row of W_K / W_V (and column of the cache).
   bool store[kRows];   // False past the head's 2 x head_dim rows.
@@ -160,12 +169,11 @@ struct LazyRows {
 
 // One pass: the rows' sums over tokens p0 .. p0 + NP - 1, stored to the
 // caches with the bias.
-template <typename T, bool kVec, int NP>
+template <typename T, bool kVec, int R, int NP>
 __device__ __forceinline__ void LazyPass(const LazyArgs& a,
-                                         const LazyRows<T>& rows,
+                                         const LazyRows<T, R>& rows,
                                          const int* slot_list,
                                          const int* pos_list, int p0) {
-  constexpr int R = LazyRows<T>::kRows;
   const float* xs[NP];
 #pragma unroll
   for (int p = 0; p < NP; ++p) {
@@ -195,20 +203,16 @@ __device__ __forceinline__ void LazyPass(const LazyArgs& a,
   }
 }
 
-// A warp computes kLazyRowsPerWarp K/V rows at once, so each activation it
-// loads feeds all of them; a head's tokens go kLazyTokensPerPass at a time
+// A warp computes kRows K/V rows at once, so each activation it loads feeds
+// all of them; a head's tokens go kLazyTokensPerPass at a time
 // (a head rarely owes more than one token besides the new one; a further
 // pass re-reads its rows, mostly from L2). Each (row, token) sum runs over
 // the same elements in the same order whatever the pass.
-// Four rows a warp: with 36 active heads of OPT-66B the 2,304 warps all fit
-// on the GPU at once (3 blocks of 8 warps per SM); at two rows a warp 4,608
-// warps did not, and the last 9% of the blocks ran as a tail with the SMs
-// three-quarters idle (results/bench/h200_run17).
-// The vector path takes head_dim % kLazyRowsPerWarp == 0, so a warp's rows
-// are adjacent rows of W_K or of W_V (LazyKvDevice); the scalar path reads
-// each row through its own pointer.
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(256, 3)
+// The vector path takes head_dim % 4 == 0, so a warp's rows are adjacent
+// rows of W_K or of W_V (LazyKvDevice); the scalar path reads each row
+// through its own pointer.
+template <typename T, bool kVec, int kRows>
+__global__ void __launch_bounds__(kLazyWarps * 32, LazyMinBlocks<kRows>())
     LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
@@ -218,11 +222,11 @@ __global__ void __launch_bounds__(256, 3)
   const int n = count;
   if (n == 0) return;
   const int warp = threadIdx.x >> 5;
-  const int r0 = blockIdx.y * kLazyRowsPerBlock + warp * kLazyRowsPerWarp;
+  const int r0 = (blockIdx.y * kLazyWarps + warp) * kRows;
   if (r0 >= 2 * a.head_dim) return;
-  LazyRows<T> rows;
+  LazyRows<T, kRows> rows;
 #pragma unroll
-  for (int t = 0; t < LazyRows<T>::kRows; ++t) {
+  for (int t = 0; t < kRows; ++t) {
     const int r = r0 + t;
     rows.store[t] = r < 2 * a.head_dim;
     rows.is_v[t] = r >= a.head_dim;
@@ -235,9 +239,9 @@ __global__ void __launch_bounds__(256, 3)
   constexpr int P = kLazyTokensPerPass;
   int p0 = 0;
   for (; p0 + P <= n; p0 += P) {
-    LazyPass<T, kVec, P>(a, rows, slot_list, pos_list, p0);
+    LazyPass<T, kVec, kRows, P>(a, rows, slot_list, pos_list, p0);
   }
-  if (p0 < n) LazyPass<T, kVec, 1>(a, rows, slot_list, pos_list, p0);
+  if (p0 < n) LazyPass<T, kVec, kRows, 1>(a, rows, slot_list, pos_list, p0);
 }
 
 __global__ void LazyKvCommitKernel(const LazyArgs a) {
@@ -289,10 +293,12 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
 
 absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   if (d.slots > kMaxRing || d.num_kv_heads <= 0 ||
-      d.num_heads % d.num_kv_heads != 0) {
+      d.num_heads % d.num_kv_heads != 0 ||
+      (d.rows_per_warp != 0 && d.rows_per_warp != 2 && d.rows_per_warp != 4)) {
     return absl::InvalidArgumentError(
         absl::StrCat("LazyKv: ", d.slots, " ring slots (max ", kMaxRing,
-                     "), heads ", d.num_heads, "/", d.num_kv_heads));
+                     "), heads ", d.num_heads, "/", d.num_kv_heads, ", ",
+                     d.rows_per_warp, " rows a warp (0, 2 or 4)"));
   }
   LazyArgs a;
   a.h = d.h;
@@ -316,19 +322,36 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   a.hidden = d.hidden;
   a.k_cache = d.k_cache;
   a.v_cache = d.v_cache;
-  const bool vec = d.head_dim % kLazyRowsPerWarp == 0 &&
-                   Vec8(*d.wk, d.hidden) && IsAligned(d.wv->raw_data(), 16) &&
+  const bool vec = d.head_dim % 4 == 0 && Vec8(*d.wk, d.hidden) &&
+                   IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
-  const dim3 grid(
-      static_cast<unsigned>(d.num_kv_heads),
-      static_cast<unsigned>(CeilDiv(2 * d.head_dim, kLazyRowsPerBlock)));
+  // Two rows a warp, or four when the active heads' warps would not all fit
+  // on the GPU at once at two: a second wave of a few blocks ran with the
+  // SMs three-quarters idle (OPT-66B, results/bench/h200_run17); more rows a
+  // warp lengthen each warp's serial chain of loads (Llama-2-7B, run 18).
+  const int64_t active_kv =
+      d.head_ids == nullptr
+          ? d.num_kv_heads
+          : std::min(d.num_kv_heads,
+                     CeilDiv(d.k, d.num_heads / d.num_kv_heads));
+  const int64_t warps_at_two = active_kv * 2 * d.head_dim / 2;
+  const bool four = d.rows_per_warp == 0
+                        ? warps_at_two > static_cast<int64_t>(ctx.sm_count()) *
+                                             LazyMinBlocks<2>() * kLazyWarps
+                        : d.rows_per_warp == 4;
+  const int rows_per_warp = four ? 4 : 2;
+  const dim3 grid(static_cast<unsigned>(d.num_kv_heads),
+                  static_cast<unsigned>(CeilDiv(
+                      2 * d.head_dim, int64_t{kLazyWarps} * rows_per_warp)));
   absl::Status status = ByWeightType(d.wk->dtype(), [&](auto t) {
     using T = decltype(t);
-    LaunchKernel(
-        ctx.programmatic_launch(),
-        vec ? LazyKvComputeKernel<T, true> : LazyKvComputeKernel<T, false>,
-        grid, dim3(256), 0, ctx.stream(), a);
+    auto kernel = four ? (vec ? LazyKvComputeKernel<T, true, 4>
+                              : LazyKvComputeKernel<T, false, 4>)
+                       : (vec ? LazyKvComputeKernel<T, true, 2>
+                              : LazyKvComputeKernel<T, false, 2>);
+    LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kLazyWarps * 32),
+                 0, ctx.stream(), a);
     return LastLaunchStatus("LazyKvComputeKernel");
   });
   if (!status.ok()) return status;

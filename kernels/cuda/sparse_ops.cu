@@ -3,6 +3,7 @@
 // 16-byte non-allocating loads (8 f16/bf16 or 2 x 4 f32) when rows are
 // 16-byte aligned, element by element otherwise (tiny test shapes).
 #include <algorithm>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/act.cuh"
@@ -303,33 +304,41 @@ int SplitsFor(int sm_count, int64_t rows, int rows_per_block, int64_t k,
 // Kept columns a block can hold in shared memory (k * uw <= this, e.g. 72
 // heads of 128); wider selections take the unstaged loop.
 constexpr int kStagedColumns = 16384;
-// Loop steps whose weight loads a warp issues before it uses any, and output
-// rows per warp: four rows share each activation load, and the 9216 rows of
-// an OPT-66B O-projection make 2304 warps, which all fit on the GPU at once
-// (at one row a warp, 1.75 waves of blocks left the SMs idle 17% of the
-// time in results/bench/h200_run17).
-constexpr int kColumnsUnroll = 2;
-constexpr int kColumnsRowsPerWarp = 4;
-constexpr int kColumnsRowsPerBlock = 8 * kColumnsRowsPerWarp;  // 8 warps
+constexpr int kColumnsWarps = 8;  // Per block.
+// Output rows per warp (1, 2 or 4; GatherColumnsGemv picks) set the loop
+// steps whose weight loads a warp issues before it uses any and the blocks
+// an SM must hold (registers). At one row a warp, OPT-66B's 9216 rows made
+// 1.75 waves of blocks and left the SMs idle 17% of the time
+// (results/bench/h200_run17).
+template <int kRows>
+constexpr int ColumnsUnroll() {
+  return kRows == 1 ? 4 : 2;
+}
+template <int kRows>
+constexpr int ColumnsMinBlocks() {
+  return kRows == 4 ? 4 : 5;
+}
 
-// Each warp computes kColumnsRowsPerWarp output rows. The block first turns
-// the row's kept unit ids into column offsets in shared memory, so no weight
-// load waits on an id load; each warp then issues kColumnsUnroll steps of
-// weight loads at once. Each lane adds its 8-wide chunks in ascending order
-// (lane, lane + 32, ...).
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(256, 4)
+// Each warp computes kRows output rows, so each activation load feeds all
+// of them. The block first turns the row's kept unit ids into column offsets
+// in shared memory, so no weight load waits on an id load; each warp then
+// issues ColumnsUnroll steps of weight loads at once. Each lane adds its
+// 8-wide chunks in ascending order (lane, lane + 32, ...).
+template <typename T, bool kVec, int kRows>
+__global__ void __launch_bounds__(kColumnsWarps * 32, ColumnsMinBlocks<kRows>())
     GatherColumnsGemvKernel(const float* __restrict__ x,
                             const T* __restrict__ w, int64_t in, int64_t out,
                             const void* bias, FloatKind bk,
                             const int32_t* __restrict__ ids, int k, int uw,
                             float* __restrict__ y) {
-  constexpr int R = kColumnsRowsPerWarp;
+  constexpr int R = kRows;
+  constexpr int kUnroll = ColumnsUnroll<kRows>();
   __shared__ int columns[kVec ? kStagedColumns / 8 : 1];
   PdlWait();
   const int lane = threadIdx.x & 31;
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kColumnsRowsPerBlock +
-                     (threadIdx.x >> 5) * R;
+  const int64_t o0 =
+      (static_cast<int64_t>(blockIdx.x) * kColumnsWarps + (threadIdx.x >> 5)) *
+      R;
   const int r = blockIdx.y;
   const int64_t width = static_cast<int64_t>(k) * uw;
   const float* xr = x + r * width;
@@ -349,10 +358,10 @@ __global__ void __launch_bounds__(256, 4)
     }
     __syncthreads();
     if (o0 >= out) return;
-    for (int c0 = lane; c0 < chunks; c0 += 32 * kColumnsUnroll) {
-      Raw8<T> raw[kColumnsUnroll][R];
+    for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
+      Raw8<T> raw[kUnroll][R];
 #pragma unroll
-      for (int u = 0; u < kColumnsUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + 32 * u;
         if (c < chunks) {
           const int column = columns[c];
@@ -361,7 +370,7 @@ __global__ void __launch_bounds__(256, 4)
         }
       }
 #pragma unroll
-      for (int u = 0; u < kColumnsUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int c = c0 + 32 * u;
         if (c >= chunks) break;
         float xv[8];
@@ -495,24 +504,46 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
 absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                                const Tensor& w, const Tensor& bias,
                                const int32_t* ids, int64_t k,
-                               int64_t unit_width, Tensor* y) {
+                               int64_t unit_width, Tensor* y,
+                               int rows_per_warp) {
   const int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
   const bool vec = unit_width % 8 == 0 && Vec8(w, in) &&
                    IsAligned(x.raw_data(), 16) &&
                    k * unit_width <= kStagedColumns;
+  if (rows_per_warp == 0) {
+    // The fewest rows a warp whose blocks all fit at once (else 4).
+    rows_per_warp = 4;
+    for (int r : {2, 1}) {
+      const int64_t blocks = CeilDiv(out, int64_t{kColumnsWarps} * r) * rows;
+      const int per_sm = r == 2 ? ColumnsMinBlocks<2>() : ColumnsMinBlocks<1>();
+      if (blocks <= static_cast<int64_t>(ctx.sm_count()) * per_sm) {
+        rows_per_warp = r;
+      }
+    }
+  }
+  if (rows_per_warp != 1 && rows_per_warp != 2 && rows_per_warp != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GatherColumnsGemv: ", rows_per_warp, " rows a warp (1, 2 or 4)"));
+  }
   return ByWeightType(w.dtype(), [&](auto t) {
     using T = decltype(t);
-    const dim3 grid(static_cast<unsigned>(CeilDiv(out, kColumnsRowsPerBlock)),
+    const dim3 grid(static_cast<unsigned>(
+                        CeilDiv(out, int64_t{kColumnsWarps} * rows_per_warp)),
                     static_cast<unsigned>(rows));
-    LaunchKernel(ctx.programmatic_launch(),
-                 vec ? GatherColumnsGemvKernel<T, true>
-                     : GatherColumnsGemvKernel<T, false>,
-                 grid, dim3(256), 0, ctx.stream(), x.data<float>(),
-                 static_cast<const T*>(w.raw_data()), in, out,
-                 bias.empty() ? nullptr : bias.raw_data(),
-                 bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
-                 ids, static_cast<int>(k), static_cast<int>(unit_width),
-                 y->data<float>());
+    auto pick = [&](auto rows_tag) {
+      constexpr int R = decltype(rows_tag)::value;
+      return vec ? GatherColumnsGemvKernel<T, true, R>
+                 : GatherColumnsGemvKernel<T, false, R>;
+    };
+    auto kernel = rows_per_warp == 4   ? pick(std::integral_constant<int, 4>{})
+                  : rows_per_warp == 2 ? pick(std::integral_constant<int, 2>{})
+                                       : pick(std::integral_constant<int, 1>{});
+    LaunchKernel(
+        ctx.programmatic_launch(), kernel, grid, dim3(kColumnsWarps * 32), 0,
+        ctx.stream(), x.data<float>(), static_cast<const T*>(w.raw_data()), in,
+        out, bias.empty() ? nullptr : bias.raw_data(),
+        bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()), ids,
+        static_cast<int>(k), static_cast<int>(unit_width), y->data<float>());
     return LastLaunchStatus("GatherColumnsGemvKernel");
   });
 }

@@ -44,10 +44,14 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
                          float* scratch, Tensor* y);
 // y[r, o] = sum_j x[r, j*uw..] . w[o, ids[r, j]*uw..] + bias[o].
+// A warp computes 1, 2 or 4 output rows: rows_per_warp 0 picks the fewest
+// whose warps all fit on the GPU at once (a partial second wave of blocks
+// left the SMs idle; more rows a warp lengthen each warp's chain of loads).
 absl::Status GatherColumnsGemv(DeviceContext& ctx, const Tensor& x,
                                const Tensor& w, const Tensor& bias,
                                const int32_t* ids, int64_t k,
-                               int64_t unit_width, Tensor* y);
+                               int64_t unit_width, Tensor* y,
+                               int rows_per_warp = 0);
 // y[r, j*uw + i] = x[r, ids[r, j]*uw + i].
 absl::Status GatherColumnsCopy(DeviceContext& ctx, const Tensor& x,
                                const int32_t* ids, int64_t k,
@@ -72,6 +76,8 @@ struct DeviceLazyKvArgs {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, hidden = 0;
   float* k_cache = nullptr;  // [capacity, kv_heads * head_dim]
   float* v_cache = nullptr;
+  // Rows of W_K / W_V a warp computes: 2 or 4, 0 picks (as GatherColumnsGemv).
+  int rows_per_warp = 0;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one
 // kernel), then RoPE of those K rows and the ring bookkeeping (a second).

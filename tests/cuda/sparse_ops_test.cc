@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,15 @@ class SparseOpsTest : public ::testing::Test {
       out.insert(out.end(), all.begin(), all.begin() + k);
     }
     return Tensor::FromI32(out, {rows, k});
+  }
+  // A fresh backend whose lazy K/V and head-column kernels compute
+  // rows_per_warp rows a warp (0: their automatic choice).
+  void UseRowsPerWarp(int64_t rows_per_warp) {
+    CudaBackendOptions options;
+    options.sparse_rows_per_warp = rows_per_warp;
+    auto b = CudaBackend::Create(options);
+    ASSERT_TRUE(b.ok()) << b.status();
+    gpu_ = std::move(*b);
   }
   Tensor Up(const Tensor& host) {
     auto t = gpu_->Upload(host);
@@ -182,10 +192,16 @@ TEST_F(SparseOpsTest, GatherGemvsMatchCpu) {
 }
 
 // hd 16 takes the staged vector path, 12 the scalar one; 42 output rows end
-// inside a warp's four rows.
+// inside a warp's rows. Automatic rows a warp is 1 at these sizes.
 TEST_F(SparseOpsTest, HeadColumnsMatchCpu) {
-  for (const auto& [hd, out_dim] :
-       {std::pair<int64_t, int64_t>{16, 40}, {12, 40}, {16, 42}, {12, 42}}) {
+  for (const auto& [hd, out_dim, rows_per_warp] :
+       {std::tuple<int64_t, int64_t, int64_t>{16, 40, 0},
+        {12, 40, 0},
+        {16, 42, 2},
+        {12, 42, 2},
+        {16, 42, 4},
+        {12, 42, 4}}) {
+    UseRowsPerWarp(rows_per_warp);
     const int64_t heads = 6, k = 3, rows = 2;
     Tensor ids = RandomIds(rows, k, heads);
     Tensor ctx = Random({rows, heads * hd});
@@ -202,7 +218,7 @@ TEST_F(SparseOpsTest, HeadColumnsMatchCpu) {
     Tensor out = gpu_->Allocate(DType::kF32, {rows, out_dim});
     gpu_->GatherColumnsLinear(dcompact, Up(w), Up(b), dids, hd, &out);
     EXPECT_LT(RelErr(Down(out), ref.ToF32Vector()), 1e-5)
-        << hd << " " << out_dim;
+        << hd << " " << out_dim << " " << rows_per_warp;
   }
 }
 
@@ -237,12 +253,16 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 
 // Runs the same lazy K/V steps on both backends and compares the caches and
 // the pending flags after every step. Hidden 1280 takes the kernel's
-// unrolled loop (1024 elements a step) and its remainder; 64 only the latter.
+// unrolled loop (1024 or 512 elements a step) and its remainder; 64 only the
+// latter. Automatic rows a warp is 2 at these sizes.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
-  for (const auto& [rope, hidden] :
-       {std::pair{false, 64}, std::pair{true, 64}, std::pair{false, 1280},
-        std::pair{true, 1280}}) {
-    SCOPED_TRACE(absl::StrCat("rope ", rope, " hidden ", hidden));
+  for (const auto& [rope, hidden, rows_per_warp] :
+       {std::tuple{false, 64, 0}, std::tuple{true, 64, 4},
+        std::tuple{false, 1280, 4}, std::tuple{true, 1280, 0},
+        std::tuple{true, 1280, 4}}) {
+    SCOPED_TRACE(absl::StrCat("rope ", rope, " hidden ", hidden,
+                              " rows a warp ", rows_per_warp));
+    UseRowsPerWarp(rows_per_warp);
     const int64_t heads = hidden / 16, kv = 2, hd = 16, slots = 16;
     ModelConfig c = LlamaConfigFromShape({.vocab_size = 8,
                                           .hidden_size = hidden,
