@@ -120,6 +120,9 @@ nlohmann::json BenchResult::ToJson() const {
   j["decode_ms_p10"] = decode_ms_p10;
   j["decode_ms_p90"] = decode_ms_p90;
   j["decode_ms_mean"] = decode_ms_mean;
+  // Every measured step in order (repeats one after another): where the
+  // percentiles come from, and which steps of a sequence are slow.
+  j["decode_ms_steps"] = decode_ms;
   if (decode_device_ms_median >= 0) {
     j["decode_device_ms_median"] = decode_device_ms_median;
   }

@@ -75,9 +75,9 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_SIDE_WORK=0 issues that work in line (A/B timing).
   bool side_work = true;
   // Rows a warp computes in the lazy K/V and head-column O-projection
-  // kernels of DejaVu's sparse attention: 0 picks the fewest whose warps all
-  // fit on the GPU at once (sparse_ops.h). DYNSPARSE_CUDA_SPARSE_ROWS=2|4
-  // fixes it (A/B timing; the tests run each).
+  // kernels of DejaVu's sparse attention: 0 lets each kernel pick
+  // (sparse_ops.h). DYNSPARSE_CUDA_SPARSE_ROWS=2|4 fixes it for both (A/B
+  // timing; the tests run each).
   int64_t sparse_rows_per_warp = 0;
 };
 

@@ -76,15 +76,13 @@ __device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
   return active;
 }
 
-// Tokens one pass over a warp's weight rows serves.
-constexpr int kLazyTokensPerPass = 2;
-
-// Rows per warp (2 or 4, LazyKvDevice picks) set the loop steps whose weight
-// loads a warp issues before it uses any (8 loads of 16 bytes per lane in
-// flight either way) and the blocks an SM must hold (registers).
-template <int kRows>
+// Rows per warp (2 or 4, LazyKvDevice picks) and tokens per pass (1, 2 or 4)
+// set the loop steps whose weight loads a warp issues before it uses any (8
+// loads of 16 bytes per lane in flight, 4 in 4-token passes, which hold more
+// activations) and the blocks an SM must hold (registers).
+template <int kRows, int NP>
 constexpr int LazyUnroll() {
-  return 8 / kRows;
+  return (NP == 4 ? 4 : 8) / kRows;
 }
 template <int kRows>
 constexpr int LazyMinBlocks() {
@@ -102,23 +100,23 @@ __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
                                             const float* const (&xs)[NP],
                                             float (&acc)[kRows][NP]) {
   constexpr int kStep = 256;  // 32 lanes x 8 elements
-  constexpr int kUnroll = LazyUnroll<kRows>();
+  constexpr int kUnroll = LazyUnroll<kRows, NP>();
   const int64_t whole = hidden - hidden % (kStep * kUnroll);
   int64_t i = (threadIdx.x & 31) * 8;
   // Each row's weights are converted once and used for every token.
   const auto step = [&](const Raw8<T>(&raw)[kRows], int64_t at) {
-    float xv[NP][8];
+    float wv[kRows][8];
 #pragma unroll
-    for (int p = 0; p < NP; ++p) LoadX8(xs[p] + at, xv[p]);
+    for (int t = 0; t < kRows; ++t) Convert8(raw[t], wv[t]);
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) {
-      float wv[8];
-      Convert8(raw[t], wv);
+    for (int p = 0; p < NP; ++p) {
+      float xv[8];
+      LoadX8(xs[p] + at, xv);
 #pragma unroll
-      for (int p = 0; p < NP; ++p) {
+      for (int t = 0; t < kRows; ++t) {
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          acc[t][p] = fmaf(wv[e], xv[p][e], acc[t][p]);
+          acc[t][p] = fmaf(wv[t][e], xv[e], acc[t][p]);
       }
     }
   };
@@ -167,17 +165,18 @@ struct LazyRows {
   bool is_v[kRows];
 };
 
-// One pass: the rows' sums over tokens p0 .. p0 + NP - 1, stored to the
-// caches with the bias.
+// One pass: the rows' sums over tokens p0 .. p0 + np - 1 (np <= NP; the
+// padding repeats token p0 and is not stored), stored to the caches with the
+// bias.
 template <typename T, bool kVec, int R, int NP>
 __device__ __forceinline__ void LazyPass(const LazyArgs& a,
                                          const LazyRows<T, R>& rows,
                                          const int* slot_list,
-                                         const int* pos_list, int p0) {
+                                         const int* pos_list, int p0, int np) {
   const float* xs[NP];
 #pragma unroll
   for (int p = 0; p < NP; ++p) {
-    const int slot = slot_list[p0 + p];
+    const int slot = slot_list[p0 + (p < np ? p : 0)];
     xs[p] = slot < 0 ? a.h : a.ring_x + slot * a.hidden;
   }
   float acc[R][NP] = {};
@@ -196,6 +195,7 @@ __device__ __forceinline__ void LazyPass(const LazyArgs& a,
                                 rows.row[t], 0.f);
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
+      if (p >= np) break;
       const float sum = WarpSum(acc[t][p]);
       if ((threadIdx.x & 31) == 0)
         cache[pos_list[p0 + p] * stride + rows.row[t]] = sum + b;
@@ -204,10 +204,11 @@ __device__ __forceinline__ void LazyPass(const LazyArgs& a,
 }
 
 // A warp computes kRows K/V rows at once, so each activation it loads feeds
-// all of them; a head's tokens go kLazyTokensPerPass at a time
-// (a head rarely owes more than one token besides the new one; a further
-// pass re-reads its rows, mostly from L2). Each (row, token) sum runs over
-// the same elements in the same order whatever the pass.
+// all of them; a head's tokens go up to 4 at a time (three in four heads owe
+// at most one token besides the new one when heads are kept at random; a
+// further pass re-reads the rows, mostly from L2, and the head with the most
+// owed tokens sets the kernel's length). Each (row, token) sum runs over the
+// same elements in the same order whatever the pass.
 // The vector path takes head_dim % 4 == 0, so a warp's rows are adjacent
 // rows of W_K or of W_V (LazyKvDevice); the scalar path reads each row
 // through its own pointer.
@@ -236,12 +237,20 @@ __global__ void __launch_bounds__(kLazyWarps * 32, LazyMinBlocks<kRows>())
     rows.w[t] = static_cast<const T*>(rows.is_v[t] ? a.wv : a.wk) +
                 (rows.store[t] ? rows.row[t] : rows.row[0]) * a.hidden;
   }
-  constexpr int P = kLazyTokensPerPass;
-  int p0 = 0;
-  for (; p0 + P <= n; p0 += P) {
-    LazyPass<T, kVec, kRows, P>(a, rows, slot_list, pos_list, p0);
+  for (int p0 = 0; p0 < n;) {
+    const int left = n - p0;
+    if (left >= 3) {
+      LazyPass<T, kVec, kRows, 4>(a, rows, slot_list, pos_list, p0,
+                                  min(left, 4));
+      p0 += 4;
+    } else if (left == 2) {
+      LazyPass<T, kVec, kRows, 2>(a, rows, slot_list, pos_list, p0, 2);
+      p0 += 2;
+    } else {
+      LazyPass<T, kVec, kRows, 1>(a, rows, slot_list, pos_list, p0, 1);
+      p0 += 1;
+    }
   }
-  if (p0 < n) LazyPass<T, kVec, kRows, 1>(a, rows, slot_list, pos_list, p0);
 }
 
 __global__ void LazyKvCommitKernel(const LazyArgs a) {
@@ -326,20 +335,13 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
                    IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
-  // Two rows a warp, or four when the active heads' warps would not all fit
-  // on the GPU at once at two: a second wave of a few blocks ran with the
-  // SMs three-quarters idle (OPT-66B, results/bench/h200_run17); more rows a
-  // warp lengthen each warp's serial chain of loads (Llama-2-7B, run 18).
-  const int64_t active_kv =
-      d.head_ids == nullptr
-          ? d.num_kv_heads
-          : std::min(d.num_kv_heads,
-                     CeilDiv(d.k, d.num_heads / d.num_kv_heads));
-  const int64_t warps_at_two = active_kv * 2 * d.head_dim / 2;
-  const bool four = d.rows_per_warp == 0
-                        ? warps_at_two > static_cast<int64_t>(ctx.sm_count()) *
-                                             LazyMinBlocks<2>() * kLazyWarps
-                        : d.rows_per_warp == 4;
+  // Two rows a warp unless fixed at four. Four fits OPT-66B's 36 active
+  // heads on the GPU in one wave and runs faster alone (ncu: 48 vs 58 us),
+  // but the decode step was slower with it (21.97 vs 21.26 ms, results/
+  // bench/h200_run19), where the kernel shares the SMs with the side
+  // stream's predictor; on Llama-2-7B's 16 heads it lengthened each warp's
+  // chain of loads (run 18).
+  const bool four = d.rows_per_warp == 4;
   const int rows_per_warp = four ? 4 : 2;
   const dim3 grid(static_cast<unsigned>(d.num_kv_heads),
                   static_cast<unsigned>(CeilDiv(

@@ -76,7 +76,7 @@ struct DeviceLazyKvArgs {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, hidden = 0;
   float* k_cache = nullptr;  // [capacity, kv_heads * head_dim]
   float* v_cache = nullptr;
-  // Rows of W_K / W_V a warp computes: 2 or 4, 0 picks (as GatherColumnsGemv).
+  // Rows of W_K / W_V a warp computes: 2 or 4 (0: 2, lazy_kv.cu says why).
   int rows_per_warp = 0;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one

@@ -65,6 +65,7 @@ TEST(BenchTest, ReportsStableKeysAndConsistentNumbers) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_FALSE(j["git_sha"].get<std::string>().empty());
+  EXPECT_EQ(j["decode_ms_steps"].get<std::vector<double>>(), r->decode_ms);
 }
 
 TEST(BenchTest, BytesPerStepCountsWeightsOnceAndTheCache) {
