@@ -1226,6 +1226,7 @@ void CudaBackend::LazyKv(const LazyKvArgs& args) {
   d.k_cache = args.k_cache->data<float>();
   d.v_cache = args.v_cache->data<float>();
   d.rows_per_warp = static_cast<int>(options_.sparse_rows_per_warp);
+  d.tensor_cores = options_.lazy_kv_tensor_cores;
   Check(LazyKvDevice(*active_, d), "LazyKv");
 }
 

@@ -79,6 +79,10 @@ struct CudaBackendOptions {
   // (sparse_ops.h). DYNSPARSE_CUDA_SPARSE_ROWS=2|4 fixes it for both (A/B
   // timing; the tests run each).
   int64_t sparse_rows_per_warp = 0;
+  // Lazy K/V completion of f16 weights on tensor cores (lazy_kv_mma.cu: a
+  // head's owed tokens ride along with its new one). DYNSPARSE_CUDA_LAZY_MMA=0
+  // keeps it on CUDA cores (A/B timing).
+  bool lazy_kv_tensor_cores = true;
 };
 
 }  // namespace dynsparse::cuda

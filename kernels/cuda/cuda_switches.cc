@@ -32,6 +32,7 @@ constexpr OnOff kOnOff[] = {
     {"FLASH_PREFILL", &Options::flash_prefill_attention},
     {"ROUNDED_NORM", &Options::rounded_norm_output},
     {"SIDE_WORK", &Options::side_work},
+    {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

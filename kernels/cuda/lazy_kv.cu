@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
 #include "kernels/cuda/sparse_ops.h"
 
@@ -10,71 +11,7 @@ namespace {
 
 // ---- Lazy K/V -------------------------------------------------------------
 
-constexpr int kMaxRing = 16;
-static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
 constexpr int kLazyWarps = 8;  // Per block.
-
-struct LazyArgs {
-  const float* h;
-  const int32_t* head_ids;
-  int k;
-  const int32_t* step;
-  float* ring_x;
-  int32_t* ring_pos;
-  int32_t* pending;
-  int slots;
-  const void* wk;
-  const void* wv;
-  const void* bk;
-  const void* bv;
-  FloatKind bk_kind, bv_kind;
-  const float* inv_freq;
-  int group, kv_heads, head_dim;
-  int64_t hidden;
-  float* k_cache;
-  float* v_cache;
-};
-
-// The work of kv head g this step: its missing (slot, position) pairs in
-// slot order, and the new token (slot -1) last. Returns whether the head is
-// active: a kept query head maps to it, or it still owes the K/V of the
-// token whose ring slot this step's token takes (completed now, before its
-// input is overwritten), or the step flushes. Called by the 32 lanes of one
-// warp, which read the head ids and the pending flags side by side (a serial
-// scan by one thread cost the kernel tens of microseconds in dependent
-// loads); both kernels compute the same list (pending changes only after).
-__device__ bool LazyWork(const LazyArgs& a, int g, int* slot_list,
-                         int* pos_list, int* count) {
-  const int lane = threadIdx.x & 31;
-  const int pos = a.step[0], slot = a.step[1];
-  bool active =
-      a.step[2] != 0 || a.h == nullptr || a.pending[slot * a.kv_heads + g] != 0;
-  for (int j0 = 0; j0 < a.k; j0 += 32) {
-    const int j = j0 + lane;
-    active |= __any_sync(0xffffffffu, j < a.k && a.head_ids[j] / a.group == g);
-  }
-  int c = 0;
-  if (active) {
-    // a.slots <= kMaxRing < 32: one flag per lane.
-    const bool owes = lane < a.slots && a.pending[lane * a.kv_heads + g] != 0;
-    const unsigned mask = __ballot_sync(0xffffffffu, owes);
-    if (owes) {
-      const int at = __popc(mask & ((1u << lane) - 1u));
-      slot_list[at] = lane;
-      pos_list[at] = a.ring_pos[lane];
-    }
-    c = __popc(mask);
-    if (a.h != nullptr) {
-      if (lane == 0) {
-        slot_list[c] = -1;
-        pos_list[c] = pos;
-      }
-      ++c;
-    }
-  }
-  if (lane == 0) *count = c;
-  return active;
-}
 
 // Rows per warp (2 or 4, LazyKvDevice picks) and tokens per pass (1, 2 or 4)
 // set the loop steps whose weight loads a warp issues before it uses any (8
@@ -298,6 +235,31 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
   }
 }
 
+// Two rows a warp unless fixed at four. Four fits OPT-66B's 36 active
+// heads on the GPU in one wave and runs faster alone (ncu: 48 vs 58 us),
+// but the decode step was slower with it (21.97 vs 21.26 ms, results/
+// bench/h200_run19), where the kernel shares the SMs with the side
+// stream's predictor; on Llama-2-7B's 16 heads it lengthened each warp's
+// chain of loads (run 18).
+absl::Status LaunchLazyKvCudaCores(DeviceContext& ctx, const LazyArgs& a,
+                                   const DeviceLazyKvArgs& d, bool vec) {
+  const bool four = d.rows_per_warp == 4;
+  const int rows_per_warp = four ? 4 : 2;
+  const dim3 grid(static_cast<unsigned>(d.num_kv_heads),
+                  static_cast<unsigned>(CeilDiv(
+                      2 * d.head_dim, int64_t{kLazyWarps} * rows_per_warp)));
+  return ByWeightType(d.wk->dtype(), [&](auto t) {
+    using T = decltype(t);
+    auto kernel = four ? (vec ? LazyKvComputeKernel<T, true, 4>
+                              : LazyKvComputeKernel<T, false, 4>)
+                       : (vec ? LazyKvComputeKernel<T, true, 2>
+                              : LazyKvComputeKernel<T, false, 2>);
+    LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kLazyWarps * 32),
+                 0, ctx.stream(), a);
+    return LastLaunchStatus("LazyKvComputeKernel");
+  });
+}
+
 }  // namespace
 
 absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
@@ -335,27 +297,11 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
                    IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
-  // Two rows a warp unless fixed at four. Four fits OPT-66B's 36 active
-  // heads on the GPU in one wave and runs faster alone (ncu: 48 vs 58 us),
-  // but the decode step was slower with it (21.97 vs 21.26 ms, results/
-  // bench/h200_run19), where the kernel shares the SMs with the side
-  // stream's predictor; on Llama-2-7B's 16 heads it lengthened each warp's
-  // chain of loads (run 18).
-  const bool four = d.rows_per_warp == 4;
-  const int rows_per_warp = four ? 4 : 2;
-  const dim3 grid(static_cast<unsigned>(d.num_kv_heads),
-                  static_cast<unsigned>(CeilDiv(
-                      2 * d.head_dim, int64_t{kLazyWarps} * rows_per_warp)));
-  absl::Status status = ByWeightType(d.wk->dtype(), [&](auto t) {
-    using T = decltype(t);
-    auto kernel = four ? (vec ? LazyKvComputeKernel<T, true, 4>
-                              : LazyKvComputeKernel<T, false, 4>)
-                       : (vec ? LazyKvComputeKernel<T, true, 2>
-                              : LazyKvComputeKernel<T, false, 2>);
-    LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kLazyWarps * 32),
-                 0, ctx.stream(), a);
-    return LastLaunchStatus("LazyKvComputeKernel");
-  });
+  const bool tensor_cores = d.tensor_cores && d.wk->dtype() == DType::kF16 &&
+                            vec && d.head_dim % 16 == 0 &&
+                            d.hidden % LazyKvMmaHiddenMultiple() == 0;
+  absl::Status status = tensor_cores ? LaunchLazyKvMma(ctx, a)
+                                     : LaunchLazyKvCudaCores(ctx, a, d, vec);
   if (!status.ok()) return status;
   LaunchKernel(ctx.programmatic_launch(), LazyKvCommitKernel,
                dim3(static_cast<unsigned>(d.num_kv_heads)), dim3(128), 0,

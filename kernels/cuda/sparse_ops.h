@@ -76,7 +76,11 @@ struct DeviceLazyKvArgs {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, hidden = 0;
   float* k_cache = nullptr;  // [capacity, kv_heads * head_dim]
   float* v_cache = nullptr;
-  // Rows of W_K / W_V a warp computes: 2 or 4 (0: 2, lazy_kv.cu says why).
+  // f16 weights (head_dim % 16 == 0, hidden % 256 == 0): K/V on tensor
+  // cores, up to 8 tokens a weight read (lazy_kv_mma.cu). Otherwise, and
+  // when false, on CUDA cores, where a warp computes rows_per_warp rows of
+  // W_K / W_V: 2 or 4 (0: 2, lazy_kv.cu says why).
+  bool tensor_cores = true;
   int rows_per_warp = 0;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one

@@ -9,7 +9,7 @@ set -uo pipefail
 bench=build-cuda-gpu/dynsparse-bench
 export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 timeout 300 ncu --clock-control none \
-  --kernel-name regex:'LazyKvComputeKernel|GatherColumnsGemvKernel|TopKSelectKernel' \
+  --kernel-name regex:'LazyKv(Compute|Mma)Kernel|GatherColumnsGemvKernel|TopKSelectKernel' \
   --launch-skip 28 --launch-count 21 \
   --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -48,10 +48,12 @@ class SparseOpsTest : public ::testing::Test {
     return Tensor::FromI32(out, {rows, k});
   }
   // A fresh backend whose lazy K/V and head-column kernels compute
-  // rows_per_warp rows a warp (0: their automatic choice).
-  void UseRowsPerWarp(int64_t rows_per_warp) {
+  // rows_per_warp rows a warp (0: their automatic choice), with f16 lazy K/V
+  // on tensor cores or not.
+  void UseSparseKernels(int64_t rows_per_warp, bool lazy_mma = true) {
     CudaBackendOptions options;
     options.sparse_rows_per_warp = rows_per_warp;
+    options.lazy_kv_tensor_cores = lazy_mma;
     auto b = CudaBackend::Create(options);
     ASSERT_TRUE(b.ok()) << b.status();
     gpu_ = std::move(*b);
@@ -201,7 +203,7 @@ TEST_F(SparseOpsTest, HeadColumnsMatchCpu) {
         {12, 42, 2},
         {16, 42, 4},
         {12, 42, 4}}) {
-    UseRowsPerWarp(rows_per_warp);
+    UseSparseKernels(rows_per_warp);
     const int64_t heads = 6, k = 3, rows = 2;
     Tensor ids = RandomIds(rows, k, heads);
     Tensor ctx = Random({rows, heads * hd});
@@ -252,17 +254,20 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 }
 
 // Runs the same lazy K/V steps on both backends and compares the caches and
-// the pending flags after every step. Hidden 1280 takes the kernel's
-// unrolled loop (1024 or 512 elements a step) and its remainder; 64 only the
-// latter. Automatic rows a warp is 2 at these sizes.
+// the pending flags after every step. On CUDA cores (hidden 64, or tensor
+// cores off) hidden 1280 takes the kernel's unrolled loop (1024 or 512
+// elements a step) and its remainder, 64 only the latter; automatic rows a
+// warp is 2. On tensor cores (f16, hidden 1280) each warp's quarter of
+// hidden is two 64-element blocks and a remainder block, and kv head 1's
+// 17 tokens at position 23 take three passes of up to 8.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
-  for (const auto& [rope, hidden, rows_per_warp] :
-       {std::tuple{false, 64, 0}, std::tuple{true, 64, 4},
-        std::tuple{false, 1280, 4}, std::tuple{true, 1280, 0},
-        std::tuple{true, 1280, 4}}) {
+  for (const auto& [rope, hidden, rows_per_warp, mma] :
+       {std::tuple{false, 64, 0, true}, std::tuple{true, 64, 4, true},
+        std::tuple{false, 1280, 4, false}, std::tuple{true, 1280, 0, false},
+        std::tuple{true, 1280, 0, true}, std::tuple{false, 1280, 0, true}}) {
     SCOPED_TRACE(absl::StrCat("rope ", rope, " hidden ", hidden,
-                              " rows a warp ", rows_per_warp));
-    UseRowsPerWarp(rows_per_warp);
+                              " rows a warp ", rows_per_warp, " mma ", mma));
+    UseSparseKernels(rows_per_warp, mma);
     const int64_t heads = hidden / 16, kv = 2, hd = 16, slots = 16;
     ModelConfig c = LlamaConfigFromShape({.vocab_size = 8,
                                           .hidden_size = hidden,

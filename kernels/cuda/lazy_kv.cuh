@@ -1,0 +1,88 @@
+// Lazy K/V pieces shared by the compute kernels (lazy_kv.cu on CUDA cores,
+// lazy_kv_mma.cu on tensor cores) and the commit kernel; include from .cu
+// files only.
+#ifndef DYNSPARSE_KERNELS_CUDA_LAZY_KV_CUH_
+#define DYNSPARSE_KERNELS_CUDA_LAZY_KV_CUH_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+
+constexpr int kMaxRing = 16;
+static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
+struct LazyArgs {
+  const float* h;
+  const int32_t* head_ids;
+  int k;
+  const int32_t* step;
+  float* ring_x;
+  int32_t* ring_pos;
+  int32_t* pending;
+  int slots;
+  const void* wk;
+  const void* wv;
+  const void* bk;
+  const void* bv;
+  FloatKind bk_kind, bv_kind;
+  const float* inv_freq;
+  int group, kv_heads, head_dim;
+  int64_t hidden;
+  float* k_cache;
+  float* v_cache;
+};
+
+// The work of kv head g this step: its missing (slot, position) pairs in
+// slot order, and the new token (slot -1) last. Returns whether the head is
+// active: a kept query head maps to it, or it still owes the K/V of the
+// token whose ring slot this step's token takes (completed now, before its
+// input is overwritten), or the step flushes. Called by the 32 lanes of one
+// warp, which read the head ids and the pending flags side by side (a serial
+// scan by one thread cost the kernel tens of microseconds in dependent
+// loads); the compute and commit kernels compute the same list (pending
+// changes only after).
+__device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,
+                                         int* slot_list, int* pos_list,
+                                         int* count) {
+  const int lane = threadIdx.x & 31;
+  const int pos = a.step[0], slot = a.step[1];
+  bool active =
+      a.step[2] != 0 || a.h == nullptr || a.pending[slot * a.kv_heads + g] != 0;
+  for (int j0 = 0; j0 < a.k; j0 += 32) {
+    const int j = j0 + lane;
+    active |= __any_sync(0xffffffffu, j < a.k && a.head_ids[j] / a.group == g);
+  }
+  int c = 0;
+  if (active) {
+    // a.slots <= kMaxRing < 32: one flag per lane.
+    const bool owes = lane < a.slots && a.pending[lane * a.kv_heads + g] != 0;
+    const unsigned mask = __ballot_sync(0xffffffffu, owes);
+    if (owes) {
+      const int at = __popc(mask & ((1u << lane) - 1u));
+      slot_list[at] = lane;
+      pos_list[at] = a.ring_pos[lane];
+    }
+    c = __popc(mask);
+    if (a.h != nullptr) {
+      if (lane == 0) {
+        slot_list[c] = -1;
+        pos_list[c] = pos;
+      }
+      ++c;
+    }
+  }
+  if (lane == 0) *count = c;
+  return active;
+}
+
+// Tensor-core compute (lazy_kv_mma.cu): f16 weights, head_dim % 16 == 0 and
+// hidden % LazyKvMmaHiddenMultiple() == 0; grid (kv_heads, ...) as it sets.
+constexpr int64_t LazyKvMmaHiddenMultiple() { return 256; }
+absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a);
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_LAZY_KV_CUH_
