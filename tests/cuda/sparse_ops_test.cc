@@ -155,7 +155,9 @@ TEST_F(SparseOpsTest, UnitNormsMatchCpu) {
 
 TEST_F(SparseOpsTest, GatherGemvsMatchCpu) {
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t in : {96, 36}) {  // Vector and element-wise paths.
+    // Vector path (96: remainder loop only; 1280: unrolled loop, remainder
+    // and the gated form), element-wise path (36).
+    for (int64_t in : {96, 1280, 36}) {
       for (int64_t rows : {1, 3}) {
         const int64_t units = 40, uw = in == 96 ? 8 : 1, k = 10;
         Tensor x = Random({rows, in}), w = Random({units * uw, in}, dt),
