@@ -25,10 +25,8 @@ namespace {
 // and unit selections of prefill chunks up to ~100k tokens.
 constexpr int64_t kIndexArenaInts = int64_t{1} << 20;
 constexpr int64_t kIndexAlignInts = 64;  // 256-byte aligned slots.
-// Decode attention merge counters: rows (<= 8) x heads; then the transposed
-// gather's counters (GatherGemvT: row blocks x column blocks).
+// Decode attention merge counters: rows (<= 8) x heads.
 constexpr int64_t kAttentionCounterInts = 8 * 1024;
-constexpr int64_t kGatherCounterInts = 4 * 1024;
 
 enum OpCode : uint64_t {
   kOpEmbed = 1,
@@ -151,12 +149,12 @@ absl::Status CudaBackend::Init() {
       AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
   if (!arena.ok()) return arena.status();
   device_indices_ = *arena;
-  absl::StatusOr<Tensor> counters = AllocateDevice(
-      *ctx_, DType::kI32, {kAttentionCounterInts + kGatherCounterInts});
+  absl::StatusOr<Tensor> counters =
+      AllocateDevice(*ctx_, DType::kI32, {kAttentionCounterInts});
   if (!counters.ok()) return counters.status();
-  completion_counters_ = *counters;
-  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(completion_counters_.raw_data(), 0,
-                                          completion_counters_.bytes(),
+  attention_counters_ = *counters;
+  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(attention_counters_.raw_data(), 0,
+                                          attention_counters_.bytes(),
                                           ctx_->stream()));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
   DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_));
@@ -770,7 +768,7 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   Tensor scratch = Allocate(DType::kF32, {DecodeAttentionScratchFloats(d)});
   if (options_.fused_ops &&
       DecodeAttentionCounters(d) <= kAttentionCounterInts) {
-    d.counters = completion_counters_.data<int32_t>();
+    d.counters = attention_counters_.data<int32_t>();
   }
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
@@ -1155,14 +1153,9 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
       MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
   sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);
   if (!Op(sig)) return;
-  // The reduction inside the gather on the main stream only: its counters
-  // are one set, and side work never runs this op.
-  int* counters = active_ == ctx_.get() ? completion_counters_.data<int32_t>() +
-                                              kAttentionCounterInts
-                                        : nullptr;
   Check(GatherGemvT(*active_, x, w_t, bias,
                     ids.empty() ? nullptr : ids.data<int32_t>(), k,
-                    scratch.data<float>(), y, counters, kGatherCounterInts),
+                    scratch.data<float>(), y),
         "GatherLinearT");
 }
 

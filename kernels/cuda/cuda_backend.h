@@ -277,10 +277,9 @@ class CudaBackend : public Backend {
     bool operator==(const FoldKey&) const = default;
   };
   std::vector<std::pair<FoldKey, LayerNormFold>> layer_norm_folds_;
-  // Zeroed ints the last block of a launch counts on: the decode attention
-  // merging its key chunks (attention.h), then the transposed gather adding
-  // up its splits (sparse_ops.h); every launch leaves them zero.
-  Tensor completion_counters_;
+  // Zeroed ints the decode attention kernel uses to merge its key chunks in
+  // the same launch (attention.h); every launch leaves them zero.
+  Tensor attention_counters_;
 
   // Step and graph state.
   bool in_step_ = false;

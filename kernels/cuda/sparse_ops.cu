@@ -54,8 +54,7 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
   float acc = 0.f, accg = 0.f;
   if constexpr (kVec) {
     // Each lane adds its 8-wide chunks lane, lane + 32, ... in order; the
-    // weight loads of kGatherUnroll chunks go out before any is used (one
-    // load at a time in flight left the W1 gather at 2.6 TB/s).
+    // weight loads of kGatherUnroll chunks go out before any is used.
     const auto step = [&](const Raw8<T>& rw, const Raw8<T>* rg, int64_t at) {
       float wv[8], xv[8];
       Convert8(rw, wv);
@@ -183,18 +182,12 @@ constexpr int TGroups() {
   return kRows == 1 ? kTGroups : 1;
 }
 
-// With `counters` (zeroed, one per (row block, column block)) the block that
-// finishes its columns last adds up the splits, in split order, into y with
-// the bias and resets its counter: no reduction launch (ReduceSplitsKernel
-// otherwise).
 template <typename T, bool kVec, int kRows>
 __global__ void __launch_bounds__(kTThreads* TGroups<kRows>())
     GatherGemvTPartialKernel(const float* __restrict__ x, int rows,
                              const T* __restrict__ wt, int64_t out,
                              const int32_t* __restrict__ ids, int k, int splits,
-                             float* __restrict__ partial, int* counters,
-                             const void* bias, FloatKind bk,
-                             float* __restrict__ y) {
+                             float* __restrict__ partial) {
   PdlWait();
   constexpr int kGroups = TGroups<kRows>();
   constexpr int kCols = kVec ? 8 : 1;
@@ -283,57 +276,26 @@ __global__ void __launch_bounds__(kTThreads* TGroups<kRows>())
         s_sum[group - 1][col * kCols + e] = acc[0][e];
     }
     __syncthreads();
-    if (group == 0 && active) {
+    if (group > 0 || !active) return;
 #pragma unroll
-      for (int g = 0; g < kGroups - 1; ++g) {
+    for (int g = 0; g < kGroups - 1; ++g) {
 #pragma unroll
-        for (int e = 0; e < kCols; ++e) acc[0][e] += s_sum[g][col * kCols + e];
-      }
+      for (int e = 0; e < kCols; ++e) acc[0][e] += s_sum[g][col * kCols + e];
     }
   }
-  const bool writer = active && group == 0;
-  if (writer) {
+  if (!active) return;
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) {
-      if (r0 + t >= rows) break;
-      float* pr = partial + (static_cast<int64_t>(r0 + t) * splits + s) * out;
-      if constexpr (kVec) {
-        float4* dst = reinterpret_cast<float4*>(pr + c0);
-        dst[0] = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
-        dst[1] = make_float4(acc[t][4], acc[t][5], acc[t][6], acc[t][7]);
-      } else {
-        pr[c0] = acc[t][0];
-      }
+  for (int t = 0; t < kRows; ++t) {
+    if (r0 + t >= rows) break;
+    float* pr = partial + (static_cast<int64_t>(r0 + t) * splits + s) * out;
+    if constexpr (kVec) {
+      float4* dst = reinterpret_cast<float4*>(pr + c0);
+      dst[0] = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+      dst[1] = make_float4(acc[t][4], acc[t][5], acc[t][6], acc[t][7]);
+    } else {
+      pr[c0] = acc[t][0];
     }
   }
-  if (counters == nullptr) return;
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  int* counter = counters + blockIdx.z * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (writer) {
-#pragma unroll
-    for (int t = 0; t < kRows; ++t) {
-      const int r = r0 + t;
-      if (r >= rows) break;
-#pragma unroll
-      for (int e = 0; e < kCols; ++e) {
-        const int64_t c = c0 + e;  // kVec: out % 8 == 0, all 8 in range.
-        float sum = 0.f;
-        for (int q = 0; q < splits; ++q) {
-          sum += __ldcg(partial + (static_cast<int64_t>(r) * splits + q) * out +
-                        c);
-        }
-        y[static_cast<int64_t>(r) * out + c] =
-            sum + LoadAsFloat(bias, bk, c, 0.f);
-      }
-    }
-  }
-  if (threadIdx.x == 0) *counter = 0;
 }
 
 __global__ void ReduceSplitsKernel(const float* __restrict__ partial,
@@ -533,24 +495,17 @@ int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
 
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
-                         float* scratch, Tensor* y, int* counters,
-                         int64_t counter_count) {
+                         float* scratch, Tensor* y) {
   const int64_t rows = x.dim(0), out = w_t.dim(1);
   const int rows_per_block = RowsPerBlock(ids == nullptr, rows);
   const int64_t row_blocks = CeilDiv(rows, rows_per_block);
   const int splits = SplitsFor(ctx.sm_count(), rows, rows_per_block, k, out);
   const bool vec = Vec8(w_t, out) && IsAligned(scratch, 16);
-  const int64_t col_blocks = CeilDiv(vec ? CeilDiv(out, 8) : out, kTThreads);
-  // Not enough counters: the separate reduction launch.
-  if (col_blocks * row_blocks > counter_count) counters = nullptr;
-  const void* b = bias.empty() ? nullptr : bias.raw_data();
-  const FloatKind bk =
-      bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype());
   absl::Status status = ByWeightType(w_t.dtype(), [&](auto t) {
     using T = decltype(t);
-    const dim3 grid(static_cast<unsigned>(col_blocks),
-                    static_cast<unsigned>(splits),
-                    static_cast<unsigned>(row_blocks));
+    const dim3 grid(
+        static_cast<unsigned>(CeilDiv(vec ? CeilDiv(out, 8) : out, kTThreads)),
+        static_cast<unsigned>(splits), static_cast<unsigned>(row_blocks));
     auto kernel =
         rows_per_block == 1
             ? (vec ? GatherGemvTPartialKernel<T, true, 1>
@@ -561,15 +516,16 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
     LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(threads), 0,
                  ctx.stream(), x.data<float>(), static_cast<int>(rows),
                  static_cast<const T*>(w_t.raw_data()), out, ids,
-                 static_cast<int>(k), splits, scratch, counters, b, bk,
-                 y->data<float>());
+                 static_cast<int>(k), splits, scratch);
     return LastLaunchStatus("GatherGemvTPartialKernel");
   });
-  if (!status.ok() || counters != nullptr) return status;
+  if (!status.ok()) return status;
   LaunchKernel(ctx.programmatic_launch(), ReduceSplitsKernel,
                dim3(static_cast<unsigned>(CeilDiv(rows * out, 256))), dim3(256),
                0, ctx.stream(), static_cast<const float*>(scratch), splits, out,
-               static_cast<int>(rows), b, bk, y->data<float>());
+               static_cast<int>(rows), bias.empty() ? nullptr : bias.raw_data(),
+               bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
+               y->data<float>());
   return LastLaunchStatus("ReduceSplitsKernel");
 }
 

@@ -38,14 +38,11 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
 int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
                                  int64_t k, int64_t out, bool shared_ids);
 // y[r, :] = sum_j x[r, j] w_t[ids[r, j], :] + bias (ids null: unit j).
-// Split over the kept rows (partials in `scratch`), then a reduction: by the
-// last block of each column block when `counters` (zeroed device ints, left
-// zeroed) has room for one per column block and row block, else a second
-// launch. With ids null a block serves 8 rows of x per weight read (prefill).
+// Split over the kept rows (partials in `scratch`), then a reduction. With
+// ids null a block serves 8 rows of x per weight read (prefill).
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
-                         float* scratch, Tensor* y, int* counters = nullptr,
-                         int64_t counter_count = 0);
+                         float* scratch, Tensor* y);
 // y[r, o] = sum_j x[r, j*uw..] . w[o, ids[r, j]*uw..] + bias[o].
 // A warp computes 1, 2 or 4 output rows: rows_per_warp 0 picks the fewest
 // whose warps all fit on the GPU at once (a partial second wave of blocks
