@@ -13,7 +13,8 @@ namespace {
 
 constexpr int kLazyWarps = 8;  // Per block.
 
-// Rows per warp (2 or 4, LazyKvDevice picks) and tokens per pass (1, 2 or 4)
+// Rows per warp (2, or 4 when fixed: LaunchLazyKvCudaCores) and tokens per
+// pass (1, 2 or 4)
 // set the loop steps whose weight loads a warp issues before it uses any (8
 // loads of 16 bytes per lane in flight, 4 in 4-token passes, which hold more
 // activations) and the blocks an SM must hold (registers).
@@ -236,11 +237,12 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
 }
 
 // Two rows a warp unless fixed at four. Four fits OPT-66B's 36 active
-// heads on the GPU in one wave and runs faster alone (ncu: 48 vs 58 us),
-// but the decode step was slower with it (21.97 vs 21.26 ms, results/
-// bench/h200_run19), where the kernel shares the SMs with the side
-// stream's predictor; on Llama-2-7B's 16 heads it lengthened each warp's
-// chain of loads (run 18).
+// heads on the GPU in one wave (ncu: 48 vs 58 us alone); in the decode step
+// it was slower with 2-token passes (21.97 vs 21.26 ms, results/bench/
+// h200_run19) and faster with 4-token ones (20.04 vs 20.68 ms, run 20), and
+// on Llama-2-7B's 16 heads it lengthened each warp's chain of loads (run
+// 18). f16 weights take the tensor-core kernel now; this one serves bf16,
+// f32 and shapes that kernel does not take.
 absl::Status LaunchLazyKvCudaCores(DeviceContext& ctx, const LazyArgs& a,
                                    const DeviceLazyKvArgs& d, bool vec) {
   const bool four = d.rows_per_warp == 4;

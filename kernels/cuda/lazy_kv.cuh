@@ -14,6 +14,9 @@ namespace dynsparse::cuda {
 
 constexpr int kMaxRing = 16;
 static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
+
+// DeviceLazyKvArgs (sparse_ops.h) as the kernels take it: raw pointers,
+// int sizes, the bias dtypes resolved.
 struct LazyArgs {
   const float* h;
   const int32_t* head_ids;
@@ -78,8 +81,10 @@ __device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,
   return active;
 }
 
-// Tensor-core compute (lazy_kv_mma.cu): f16 weights, head_dim % 16 == 0 and
-// hidden % LazyKvMmaHiddenMultiple() == 0; grid (kv_heads, ...) as it sets.
+// The K/V compute on tensor cores (lazy_kv_mma.cu), for f16 weights with
+// head_dim % 16 == 0 and hidden % LazyKvMmaHiddenMultiple() == 0 (else
+// InvalidArgument); the commit kernel follows it as it follows the CUDA-core
+// one.
 constexpr int64_t LazyKvMmaHiddenMultiple() { return 256; }
 absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a);
 
