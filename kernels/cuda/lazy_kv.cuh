@@ -43,30 +43,32 @@ struct LazyArgs {
 // active: a kept query head maps to it, or it still owes the K/V of the
 // token whose ring slot this step's token takes (completed now, before its
 // input is overwritten), or the step flushes. Called by the 32 lanes of one
-// warp, which read the head ids and the pending flags side by side (a serial
-// scan by one thread cost the kernel tens of microseconds in dependent
-// loads); the compute and commit kernels compute the same list (pending
-// changes only after).
+// warp, which read the head ids, the pending flags and the ring positions
+// side by side, all in one memory round trip (no load waits on another; a
+// serial scan by one thread cost the kernel tens of microseconds in
+// dependent loads); the compute and commit kernels compute the same list
+// (pending changes only after).
 __device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,
                                          int* slot_list, int* pos_list,
                                          int* count) {
   const int lane = threadIdx.x & 31;
-  const int pos = a.step[0], slot = a.step[1];
-  bool active =
-      a.step[2] != 0 || a.h == nullptr || a.pending[slot * a.kv_heads + g] != 0;
-  for (int j0 = 0; j0 < a.k; j0 += 32) {
-    const int j = j0 + lane;
-    active |= __any_sync(0xffffffffu, j < a.k && a.head_ids[j] / a.group == g);
-  }
+  const bool in_ring = lane < a.slots;  // a.slots <= kMaxRing < 32
+  const int owed = in_ring ? a.pending[lane * a.kv_heads + g] : 0;
+  const int owed_pos = in_ring ? a.ring_pos[lane] : 0;
+  const int pos = a.step[0], slot = a.step[1], flush = a.step[2];
+  bool kept = false;
+  for (int j = lane; j < a.k; j += 32) kept |= a.head_ids[j] / a.group == g;
+  const bool active = __any_sync(0xffffffffu, kept) || flush != 0 ||
+                      a.h == nullptr ||
+                      __shfl_sync(0xffffffffu, owed, slot) != 0;
   int c = 0;
   if (active) {
-    // a.slots <= kMaxRing < 32: one flag per lane.
-    const bool owes = lane < a.slots && a.pending[lane * a.kv_heads + g] != 0;
+    const bool owes = owed != 0;
     const unsigned mask = __ballot_sync(0xffffffffu, owes);
     if (owes) {
       const int at = __popc(mask & ((1u << lane) - 1u));
       slot_list[at] = lane;
-      pos_list[at] = a.ring_pos[lane];
+      pos_list[at] = owed_pos;
     }
     c = __popc(mask);
     if (a.h != nullptr) {
