@@ -1,6 +1,4 @@
 // Lazy K/V completion for skipped heads (sparse_ops.h, METHODS.md §1.8).
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
@@ -300,8 +298,7 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
                    IsAligned(d.ring_x, 16);
   const bool tensor_cores = d.tensor_cores && d.wk->dtype() == DType::kF16 &&
-                            vec && d.head_dim % 16 == 0 &&
-                            d.hidden % LazyKvMmaHiddenMultiple() == 0;
+                            vec && LazyKvMmaTakes(d.head_dim, d.hidden);
   absl::Status status = tensor_cores ? LaunchLazyKvMma(ctx, a)
                                      : LaunchLazyKvCudaCores(ctx, a, d, vec);
   if (!status.ok()) return status;

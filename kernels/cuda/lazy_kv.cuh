@@ -83,11 +83,13 @@ __device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,
   return active;
 }
 
-// The K/V compute on tensor cores (lazy_kv_mma.cu), for f16 weights with
-// head_dim % 16 == 0 and hidden % LazyKvMmaHiddenMultiple() == 0 (else
-// InvalidArgument); the commit kernel follows it as it follows the CUDA-core
-// one.
+// The K/V compute on tensor cores (lazy_kv_mma.cu), for f16 weights of the
+// shapes LazyKvMmaTakes (else InvalidArgument); the commit kernel follows it
+// as it follows the CUDA-core one.
 constexpr int64_t LazyKvMmaHiddenMultiple() { return 256; }
+constexpr bool LazyKvMmaTakes(int64_t head_dim, int64_t hidden) {
+  return head_dim % 16 == 0 && hidden % LazyKvMmaHiddenMultiple() == 0;
+}
 absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a);
 
 }  // namespace dynsparse::cuda

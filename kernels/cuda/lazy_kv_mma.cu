@@ -13,8 +13,6 @@
 // range.
 #include <cuda_fp16.h>
 
-#include <algorithm>
-
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
@@ -154,7 +152,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3)
 }  // namespace
 
 absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a) {
-  if (a.head_dim % 16 != 0 || a.hidden % LazyKvMmaHiddenMultiple() != 0) {
+  if (!LazyKvMmaTakes(a.head_dim, a.hidden)) {
     return absl::InvalidArgumentError(
         "LazyKvMma: head_dim must be a multiple of 16 and hidden of 256");
   }
