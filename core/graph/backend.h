@@ -186,13 +186,17 @@ class Backend {
   // Ops issued between BeginSideWork() and EndSideWork() start after every
   // op issued before BeginSideWork() and may run concurrently with the ops
   // issued after them, until WaitSideWork(token) orders every later op after
-  // that work. Side work must read only tensors nothing issued later writes.
+  // that work. Side work must read only tensors nothing issued later writes,
+  // except the residual stream: Session calls WaitAllSideWork() before any
+  // op that writes it, so a method's side work may read the x it was given.
   // CUDA runs it on a second stream (TopK's one block beside the attention
   // block). Defaults: ops run in order; the token is 0 and waiting on it does
   // nothing.
   virtual void BeginSideWork() {}
   virtual int EndSideWork() { return 0; }
   virtual void WaitSideWork(int token) { (void)token; }
+  // WaitSideWork for every token issued so far (tokens stay valid).
+  virtual void WaitAllSideWork() {}
   // The dtype in which a projection by w over `rows` rows wants its input.
   // Session writes a block's normed input in it when only dense projections
   // read it (AddNorm, LayerNorm, RmsNorm then take that y). CUDA: w's f16 /
@@ -326,6 +330,11 @@ class Backend {
   // Device time of the last completed step in ms (CUDA events around the
   // step's work), or a negative value when the backend has no device clock.
   virtual double LastStepDeviceMs() const { return -1.0; }
+  // Host time of the last step in ms, from its start to the launch of its
+  // recorded work (a replay's pass over the graph's ops, which the device
+  // waits for), and of that launch call; negative when not recorded.
+  virtual double LastStepHostPassMs() const { return -1.0; }
+  virtual double LastStepLaunchMs() const { return -1.0; }
   // Memory bandwidth of this device in GB/s, measured now by copying
   // `bytes` (bytes read + bytes written per second, best of a few runs).
   virtual absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes);

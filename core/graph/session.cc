@@ -138,6 +138,7 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
         std::nullopt, ys);
     return backend_.ToHost(logits);
   }
+  backend_.WaitAllSideWork();  // The ops below write x.
   if (!pending.empty() && config_.final_norm) {
     Tensor normed = backend_.Allocate(DType::kF32, rows.shape());
     backend_.AddNorm(pending.Rows(first_row, x.dim(0)), &rows,
@@ -206,9 +207,13 @@ Tensor Session::BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
                           : DType::kF32;
   Tensor normed = backend_.Allocate(dtype, x->shape());
   if (!pending->empty()) {
-    // The previous block's residual add fused with this block's norm.
-    backend_.AddNorm(*pending, x, config_.family != ModelFamily::kOpt, weight,
+    // The previous block's residual add fused with this block's norm. The
+    // sum goes into pending's buffer, which becomes x: the old x stays as
+    // side work read it (Backend::BeginSideWork), so nothing waits for that
+    // work here, and a CUDA norm keeps its programmatic launch.
+    backend_.AddNorm(*x, pending, config_.family != ModelFamily::kOpt, weight,
                      bias, config_.norm_eps, &normed);
+    *x = *pending;
     *pending = Tensor();
   } else {
     Norm(*x, weight, bias, &normed);
@@ -222,6 +227,7 @@ void Session::EndBlock(const Tensor& out, const Tensor& norm_weight,
     *pending = out;  // Added by the next block's (or the final) norm.
     return;
   }
+  backend_.WaitAllSideWork();
   backend_.AddInPlace(out, x);
   Tensor normed = backend_.Allocate(DType::kF32, x->shape());
   Norm(*x, norm_weight, norm_bias, &normed);
@@ -352,6 +358,7 @@ void Session::Attention(int64_t layer, Phase phase,
   }
 
   if (accumulate) {
+    backend_.WaitAllSideWork();
     backend_.LinearAccumulate(context, w.wo, w.bo, x);
     return;
   }
@@ -448,6 +455,7 @@ void Session::FusedNormMlp(const LayerWeights& w, Tensor* x) {
     Tensor both = backend_.Allocate(DType::kF32, {2 * inter});
     Tensor up = both.Rows(0, inter).Reshape({1, inter});
     Tensor gate = both.Rows(inter, 2 * inter).Reshape({1, inter});
+    backend_.WaitAllSideWork();
     backend_.NormGatedMlp(x, norm, w.w_up, w.w_gate, w.b_up, w.b_gate,
                           config_.activation, w.w_down, w.b_down, &up, &gate);
     return;
@@ -457,6 +465,7 @@ void Session::FusedNormMlp(const LayerWeights& w, Tensor* x) {
   const Tensor* bs[] = {&w.b_up};
   Tensor* ys[] = {&up};
   backend_.NormLinearGroup(*x, norm, ws, bs, config_.activation, ys);
+  backend_.WaitAllSideWork();
   backend_.LinearAccumulate(up, w.w_down, w.b_down, x);
 }
 

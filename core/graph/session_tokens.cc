@@ -180,6 +180,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
       if (compute != rows) {
         rows_changed = true;
         if (!pending->empty()) {  // Fold the residual before moving rows.
+          backend_.WaitAllSideWork();
           backend_.AddInPlace(*pending, x);
           *pending = Tensor();
         }

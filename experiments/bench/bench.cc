@@ -126,6 +126,10 @@ nlohmann::json BenchResult::ToJson() const {
   if (decode_device_ms_median >= 0) {
     j["decode_device_ms_median"] = decode_device_ms_median;
   }
+  if (decode_host_pass_ms_median >= 0) {
+    j["decode_host_pass_ms_median"] = decode_host_pass_ms_median;
+    j["decode_launch_ms_median"] = decode_launch_ms_median;
+  }
   j["tokens_per_s"] = tokens_per_s;
   j["weight_bytes"] = weight_bytes;
   j["bytes_per_step"] = bytes_per_step;
@@ -179,7 +183,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
 
   Session session(config, weights, backend, method, capacity);
   if (o.token_profile) session.EnableTokenProfile();
-  std::vector<double> ttft, device_ms;
+  std::vector<double> ttft, device_ms, host_pass_ms, launch_ms;
   TokenWork token_work;
   for (int64_t rep = 0; rep <= o.repeats; ++rep) {
     session.Reset();
@@ -197,6 +201,10 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
         r.decode_ms.push_back(ms);
         const double dev = backend.LastStepDeviceMs();
         if (dev >= 0) device_ms.push_back(dev);
+        if (backend.LastStepHostPassMs() >= 0) {
+          host_pass_ms.push_back(backend.LastStepHostPassMs());
+          launch_ms.push_back(backend.LastStepLaunchMs());
+        }
       }
     }
     if (rep > 0) token_work.Add(session);
@@ -218,6 +226,10 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   }
   if (!device_ms.empty())
     r.decode_device_ms_median = Percentile(device_ms, 0.5);
+  if (!host_pass_ms.empty()) {
+    r.decode_host_pass_ms_median = Percentile(host_pass_ms, 0.5);
+    r.decode_launch_ms_median = Percentile(launch_ms, 0.5);
+  }
   r.tokens_per_s = 1e3 * static_cast<double>(o.batch) / r.decode_ms_median;
 
   r.weight_bytes = DecodeBytesPerStep(config, weights, 0);

@@ -46,6 +46,10 @@ struct BenchResult {
   double decode_ms_median = 0, decode_ms_p10 = 0, decode_ms_p90 = 0;
   double decode_ms_mean = 0;            // Steps vary when tokens are revived.
   double decode_device_ms_median = -1;  // Device clock, when available.
+  // Host time before a step's recorded work is launched, and of the launch
+  // (Backend::LastStepHostPassMs / LastStepLaunchMs), when recorded.
+  double decode_host_pass_ms_median = -1;
+  double decode_launch_ms_median = -1;
   double tokens_per_s = 0;
   double weight_bytes = 0;       // Distinct weight tensors.
   double bytes_per_step = 0;     // Weights + KV cache read by a decode step.

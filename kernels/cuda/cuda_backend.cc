@@ -13,6 +13,7 @@
 #include "kernels/cuda/flash_prefill.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/graph_ops.h"
+#include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
@@ -227,6 +228,7 @@ Tensor CudaBackend::Allocate(DType dtype, Shape shape) {
 void CudaBackend::BeginStep(int64_t rows) {
   // Staged indices of the previous step may still be read by queued work.
   Check(ctx_->Synchronize(), "BeginStep");
+  step_host_start_ = std::chrono::steady_clock::now();
   in_step_ = true;
   mismatch_ = false;
   op_index_ = 0;
@@ -305,11 +307,15 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
   const Mode mode = mode_;
   mode_ = Mode::kEager;
   switch (mode) {
-    case Mode::kEager:
+    case Mode::kEager: {
+      // Eager steps launch as they go: all host time is the pass.
+      const auto now = std::chrono::steady_clock::now();
+      RecordHostTimes(now, now);
       ++stats_.eager_steps;
       if (step_rows_ == 1) decode_warm_ = true;
       if (absl::Status s = FinishCopies(); !s.ok()) return s;
       return StepOutcome::kDone;
+    }
     case Mode::kCapture: {
       cudaGraph_t graph = nullptr;
       const cudaError_t e = cudaStreamEndCapture(ctx_->stream(), &graph);
@@ -325,8 +331,13 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
         return StepOutcome::kRerun;
       }
       graph_ = graph;
+      if (options_.stage_once) {
+        if (absl::Status s = StageAtGraphStart(graph_); !s.ok()) return s;
+      }
       DS_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+      const auto launch = std::chrono::steady_clock::now();
       DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
+      RecordHostTimes(launch, std::chrono::steady_clock::now());
       ++stats_.captures;
       if (absl::Status s = FinishCopies(); !s.ok()) return s;
       return StepOutcome::kDone;
@@ -339,12 +350,47 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
         ++stats_.reruns;
         return StepOutcome::kRerun;
       }
-      DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
+      {
+        const auto launch = std::chrono::steady_clock::now();
+        DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
+        RecordHostTimes(launch, std::chrono::steady_clock::now());
+      }
       ++stats_.replays;
       if (absl::Status s = FinishCopies(); !s.ok()) return s;
       return StepOutcome::kDone;
   }
   return StepOutcome::kDone;
+}
+
+void CudaBackend::RecordHostTimes(std::chrono::steady_clock::time_point launch,
+                                  std::chrono::steady_clock::time_point done) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  last_host_pass_ms_ = Ms(launch - step_host_start_).count();
+  last_launch_ms_ = Ms(done - launch).count();
+}
+
+absl::Status CudaBackend::StageAtGraphStart(cudaGraph_t graph) {
+  if (arena_used_ == 0) return absl::OkStatus();
+  size_t num_roots = 0;
+  DS_CUDA_RETURN_IF_ERROR(cudaGraphGetRootNodes(graph, nullptr, &num_roots));
+  std::vector<cudaGraphNode_t> roots(num_roots);
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaGraphGetRootNodes(graph, roots.data(), &num_roots));
+  // The replay's host pass has written this step's values into the pinned
+  // arena by the time the graph is launched; the copy reads them then. A
+  // kernel, not a copy-engine node (host_copies.h).
+  cudaGraphNode_t copy = nullptr;
+  if (absl::Status s = AddHostToDeviceCopyNode(
+          graph, pinned_indices_, device_indices_.raw_data(),
+          static_cast<size_t>(arena_used_) * sizeof(int32_t), &copy);
+      !s.ok()) {
+    return s;
+  }
+  for (cudaGraphNode_t root : roots) {
+    DS_CUDA_RETURN_IF_ERROR(
+        cudaGraphAddDependencies(graph, &copy, &root, nullptr, 1));
+  }
+  return absl::OkStatus();
 }
 
 bool CudaBackend::Op(uint64_t signature) {
@@ -392,7 +438,11 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
   const int64_t offset = arena_used_;
   arena_used_ += need;
   std::memcpy(pinned_indices_ + offset, values.data(), n * sizeof(int32_t));
-  if (mode_ != Mode::kReplay && n > 0) {
+  // A captured step copies the whole arena once, at its start
+  // (StageAtGraphStart): a host-to-device copy inside the graph stalls the
+  // kernels after it and breaks their programmatic launch chain.
+  const bool copy_at_start = mode_ == Mode::kCapture && options_.stage_once;
+  if (mode_ != Mode::kReplay && !copy_at_start && n > 0) {
     Check(CudaErrorToStatus(
               cudaMemcpyAsync(device_base + offset, pinned_indices_ + offset,
                               n * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -1033,12 +1083,18 @@ Tensor CudaBackend::ToHost(const Tensor& x) {
   pending_.push_back({host, static_cast<int64_t>(offset)});
   uint64_t sig = Mix(MixTensor(kOpToHost, x), offset);
   if (Op(sig)) {
-    Check(CudaErrorToStatus(
-              cudaMemcpyAsync(static_cast<char*>(pinned_out_) + offset,
-                              x.raw_data(), bytes, cudaMemcpyDeviceToHost,
-                              ctx_->stream()),
-              "logits download"),
-          "ToHost");
+    char* dst = static_cast<char*>(pinned_out_) + offset;
+    if (mode_ == Mode::kCapture && options_.stage_once && bytes % 4 == 0) {
+      // The graph keeps kernel nodes only (host_copies.h).
+      Check(CopyDeviceToHostByKernel(*ctx_, x.raw_data(), dst, bytes),
+            "ToHost");
+    } else {
+      Check(CudaErrorToStatus(
+                cudaMemcpyAsync(dst, x.raw_data(), bytes,
+                                cudaMemcpyDeviceToHost, ctx_->stream()),
+                "logits download"),
+            "ToHost");
+    }
   }
   return host;
 }

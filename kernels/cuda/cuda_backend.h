@@ -20,6 +20,7 @@
 #ifndef DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
 #define DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -56,6 +57,11 @@ class CudaBackend : public Backend {
   const CudaGraphStats& graph_stats() const { return stats_; }
   // Forgets the captured graph (the next decode step runs eagerly again).
   void DropGraph();
+  // Makes one copy of the staged-index arena the first node of a captured
+  // step (CudaBackendOptions::stage_once).
+  absl::Status StageAtGraphStart(cudaGraph_t graph);
+  void RecordHostTimes(std::chrono::steady_clock::time_point launch,
+                       std::chrono::steady_clock::time_point done);
 
   // Device copies of host weights (kept dtypes, tied tensors stay tied).
   absl::StatusOr<ModelWeights> UploadWeights(const ModelWeights& host);
@@ -98,6 +104,7 @@ class CudaBackend : public Backend {
   void BeginSideWork() override;
   int EndSideWork() override;
   void WaitSideWork(int token) override;
+  void WaitAllSideWork() override;
   void LinearActivate(const Tensor& x, const Tensor& w, const Tensor& bias,
                       Activation activation, Tensor* y) override;
   void GatedMlp(const Tensor& h, const Tensor& w_up, const Tensor& w_gate,
@@ -153,6 +160,8 @@ class CudaBackend : public Backend {
                        const Tensor& head_ids) override;
   void LazyKv(const LazyKvArgs& args) override;
   double LastStepDeviceMs() const override { return last_step_ms_; }
+  double LastStepHostPassMs() const override { return last_host_pass_ms_; }
+  double LastStepLaunchMs() const override { return last_launch_ms_; }
   // cudaMemcpyAsync device to device, timed with events.
   absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes) override;
 
@@ -300,6 +309,10 @@ class CudaBackend : public Backend {
   cudaEvent_t step_start_ = nullptr;
   cudaEvent_t step_end_ = nullptr;
   double last_step_ms_ = -1.0;
+  // Host clock of the step (BeginStep) and of its graph launch (EndStep).
+  std::chrono::steady_clock::time_point step_host_start_;
+  double last_host_pass_ms_ = -1.0;
+  double last_launch_ms_ = -1.0;
   std::set<const void*> transposed_in_place_;  // Storage of such weights.
 };
 

@@ -83,6 +83,12 @@ struct CudaBackendOptions {
   // head's owed tokens ride along with its new one). DYNSPARSE_CUDA_LAZY_MMA=0
   // keeps it on CUDA cores (A/B timing).
   bool lazy_kv_tensor_cores = true;
+  // A captured decode step holds kernel nodes only (host_copies.h): its
+  // staged indices (token ids, positions, the lazy K/V step) reach the GPU
+  // through one copy kernel before its first kernel, and its logits leave
+  // through a copy kernel, instead of copy-engine nodes between kernels.
+  // DYNSPARSE_CUDA_STAGE_ONCE=0 keeps the per-op copy nodes (A/B timing).
+  bool stage_once = true;
 };
 
 }  // namespace dynsparse::cuda

@@ -100,10 +100,14 @@ void CudaBackend::WaitSideWork(int token) {
   work.held.clear();
 }
 
-void CudaBackend::JoinAllSideWork() {
+void CudaBackend::WaitAllSideWork() {
   for (size_t i = 0; i < side_work_.size(); ++i) {
     WaitSideWork(static_cast<int>(i) + 1);
   }
+}
+
+void CudaBackend::JoinAllSideWork() {
+  WaitAllSideWork();
   side_work_.clear();
 }
 

@@ -33,6 +33,7 @@ constexpr OnOff kOnOff[] = {
     {"ROUNDED_NORM", &Options::rounded_norm_output},
     {"SIDE_WORK", &Options::side_work},
     {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
+    {"STAGE_ONCE", &Options::stage_once},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

@@ -78,13 +78,12 @@ absl::Status DejavuMethod::LoadPredictorWeights(const ModelConfig& config) {
 void DejavuMethod::Predict(const PredictorWeights& w, const Tensor& x,
                            int64_t k, UnitSelection* selection) {
   const int64_t rows = x.dim(0);
+  // The ids are needed one sub-block later (lookahead): side work, beside
+  // the sub-block in between. Session joins it before that sub-block's
+  // residual add overwrites x (Backend::BeginSideWork).
+  backend_->BeginSideWork();
   Tensor hidden = backend_->Allocate(DType::kF32, {rows, w.w1.dim(0)});
   backend_->Linear(x, w.w1, Tensor(), &hidden);
-  // The rest reads only `hidden`, and its ids are needed one sub-block
-  // later (lookahead): side work, beside the sub-block in between. The first
-  // projection stays in line because it reads x, which that sub-block's
-  // residual add may overwrite.
-  backend_->BeginSideWork();
   Tensor logits = backend_->Allocate(DType::kF32, {rows, w.w2.dim(0)});
   backend_->Linear(hidden, w.w2, Tensor(), &logits);
   selection->ids = backend_->Allocate(DType::kI32, {rows, k});

@@ -4,7 +4,9 @@
 # kernels/cuda/run_on_gpu.sh builds, runs `ctest -L cuda $RUN_CTEST`, the
 # model benchmarks of $RUN_LIST and, with $RUN_SANITIZE_TESTS, memcheck of
 # those test binaries (4 shards, 75 s each); RUN_NCU=1 then profiles DejaVu
-# decode steps (results/profile/ncu_dejavu.sh) into $OUT/ncu_dejavu.tgz.
+# decode steps (results/profile/ncu_dejavu.sh) into $OUT/ncu_dejavu.tgz;
+# RUN_TRACE=list records the kernel timelines of the list's decode steps
+# (results/profile/trace_decode.sh) into $OUT/trace.tgz.
 # Everything lands in $OUT (at most 8 files come back).
 set -uo pipefail
 export DYNSPARSE_GIT_SHA="${DYNSPARSE_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}"
@@ -22,5 +24,8 @@ echo "run_on_gpu.sh exit $?" >>"$OUT/run.log"
 if [[ "${RUN_NCU:-0}" == 1 ]]; then
   bash results/profile/ncu_dejavu.sh >>"$OUT/run.log" 2>&1
   cd "$OUT" && tar czf ncu_dejavu.tgz ncu_dejavu_*.csv && rm -f ncu_dejavu_*.csv
+fi
+if [[ -n "${RUN_TRACE:-}" ]]; then
+  TRACE_LIST="$RUN_TRACE" bash results/profile/trace_decode.sh >>"$OUT/run.log" 2>&1
 fi
 exit 0

@@ -1,0 +1,83 @@
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/host_copies.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int kCopyThreads = 256;
+constexpr int64_t kMaxCopyBlocks = 264;  // Two per SM on an H200.
+
+__global__ void CopyWordsKernel(const uint32_t* src, uint32_t* dst,
+                                int64_t words) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < words; i += stride) {
+    dst[i] = src[i];
+  }
+}
+
+dim3 CopyGrid(int64_t words) {
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(
+      (words + kCopyThreads - 1) / kCopyThreads, 1, kMaxCopyBlocks)));
+}
+
+absl::Status CheckWords(size_t bytes, const char* what) {
+  if (bytes % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", bytes, " bytes is not a multiple of 4"));
+  }
+  return absl::OkStatus();
+}
+
+// The device's address of pinned host memory (the same pointer under
+// unified addressing, asked for anyway).
+absl::Status MappedHost(const void* host, void** device_view) {
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaHostGetDevicePointer(device_view, const_cast<void*>(host), 0));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AddHostToDeviceCopyNode(cudaGraph_t graph, const void* host,
+                                     void* device, size_t bytes,
+                                     cudaGraphNode_t* node) {
+  if (absl::Status s = CheckWords(bytes, "host-to-device copy node"); !s.ok()) {
+    return s;
+  }
+  void* src = nullptr;
+  if (absl::Status s = MappedHost(host, &src); !s.ok()) return s;
+  const uint32_t* src_words = static_cast<const uint32_t*>(src);
+  uint32_t* dst_words = static_cast<uint32_t*>(device);
+  int64_t words = static_cast<int64_t>(bytes / 4);
+  void* args[] = {&src_words, &dst_words, &words};
+  cudaKernelNodeParams params = {};
+  params.func = reinterpret_cast<void*>(&CopyWordsKernel);
+  params.gridDim = CopyGrid(words);
+  params.blockDim = dim3(kCopyThreads);
+  params.kernelParams = args;
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaGraphAddKernelNode(node, graph, nullptr, 0, &params));
+  return absl::OkStatus();
+}
+
+absl::Status CopyDeviceToHostByKernel(DeviceContext& ctx, const void* device,
+                                      void* host, size_t bytes) {
+  if (absl::Status s = CheckWords(bytes, "device-to-host copy kernel");
+      !s.ok()) {
+    return s;
+  }
+  if (bytes == 0) return absl::OkStatus();
+  void* dst = nullptr;
+  if (absl::Status s = MappedHost(host, &dst); !s.ok()) return s;
+  const int64_t words = static_cast<int64_t>(bytes / 4);
+  CopyWordsKernel<<<CopyGrid(words), kCopyThreads, 0, ctx.stream()>>>(
+      static_cast<const uint32_t*>(device), static_cast<uint32_t*>(dst), words);
+  return LastLaunchStatus("CopyWordsKernel");
+}
+
+}  // namespace dynsparse::cuda
