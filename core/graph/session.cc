@@ -207,13 +207,11 @@ Tensor Session::BlockInput(Tensor* x, Tensor* pending, const Tensor& weight,
                           : DType::kF32;
   Tensor normed = backend_.Allocate(dtype, x->shape());
   if (!pending->empty()) {
-    // The previous block's residual add fused with this block's norm. The
-    // sum goes into pending's buffer, which becomes x: the old x stays as
-    // side work read it (Backend::BeginSideWork), so nothing waits for that
-    // work here, and a CUDA norm keeps its programmatic launch.
-    backend_.AddNorm(*x, pending, config_.family != ModelFamily::kOpt, weight,
+    // The previous block's residual add fused with this block's norm. It
+    // writes x, which side work may still read (Backend::BeginSideWork).
+    backend_.WaitAllSideWork();
+    backend_.AddNorm(*pending, x, config_.family != ModelFamily::kOpt, weight,
                      bias, config_.norm_eps, &normed);
-    *x = *pending;
     *pending = Tensor();
   } else {
     Norm(*x, weight, bias, &normed);
