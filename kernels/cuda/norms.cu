@@ -9,6 +9,7 @@
 // f32 row that a second kernel rounds.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -141,6 +142,120 @@ __global__ void __launch_bounds__(1024) NormKernel(const NormArgs a) {
   }
 }
 
+// Four consecutive weights of type TW as floats (16 or 8 bytes, aligned).
+template <typename TW>
+__device__ __forceinline__ float4 LoadFloat4(const void* p, int64_t quad) {
+  if constexpr (std::is_same_v<TW, float>) {
+    return reinterpret_cast<const float4*>(p)[quad];
+  } else {
+    const uint2 raw = reinterpret_cast<const uint2*>(p)[quad];
+    float2 lo, hi;
+    if constexpr (std::is_same_v<TW, __half>) {
+      lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+      hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+    } else {
+      lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+      hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+    }
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
+  }
+}
+
+constexpr int kVecMaxThreads = 384;
+
+// NormKernel for rows of a multiple of 4 floats: thread t holds quads t +
+// j * blockDim.x (j < kQuads) of the row, weight and bias (one type TW) in
+// registers. A decode row's LayerNorm in NormKernel issued ~830
+// instructions a warp (per-element weight-type switches, bounds tests,
+// spills) and took 11 us under Nsight Compute (results/bench/h200_run32);
+// float4 loads and typed weights take a few hundred.
+template <bool kLayerNorm, bool kResidual, typename TOut, typename TW,
+          int kQuads>
+__global__ void __launch_bounds__(kVecMaxThreads) NormVecKernel(NormArgs a) {
+  PdlWait();
+  __shared__ float scratch[32];
+  const int64_t offset = static_cast<int64_t>(blockIdx.x) * a.width;
+  const float4* in = reinterpret_cast<const float4*>(a.x + offset);
+  float4* res =
+      kResidual ? reinterpret_cast<float4*>(a.residual + offset) : nullptr;
+  TOut* out = static_cast<TOut*>(a.y) + offset;
+  const int t = threadIdx.x, stride = blockDim.x;
+  const int quads = static_cast<int>(a.width / 4);
+  float4 v[kQuads], w[kQuads], b[kQuads];
+  float sum = 0.0f;
+  {
+    float4 add[kQuads];
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      const int q = t + j * stride;
+      const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+      v[j] = q < quads ? in[q] : zero;
+      if constexpr (kResidual) add[j] = q < quads ? res[q] : zero;
+    }
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      const int q = t + j * stride;
+      if (q >= quads) continue;
+      if constexpr (kResidual) {
+        v[j] = make_float4(add[j].x + v[j].x, add[j].y + v[j].y,
+                           add[j].z + v[j].z, add[j].w + v[j].w);
+        res[q] = v[j];
+      }
+      sum += kLayerNorm ? (v[j].x + v[j].y) + (v[j].z + v[j].w)
+                        : (v[j].x * v[j].x + v[j].y * v[j].y) +
+                              (v[j].z * v[j].z + v[j].w * v[j].w);
+    }
+  }
+  // Weight and bias loads in flight during the reductions.
+#pragma unroll
+  for (int j = 0; j < kQuads; ++j) {
+    const int q = t + j * stride;
+    const bool inside = q < quads;
+    w[j] = inside && a.weight != nullptr ? LoadFloat4<TW>(a.weight, q)
+                                         : make_float4(1.f, 1.f, 1.f, 1.f);
+    if constexpr (kLayerNorm) {
+      b[j] = inside && a.bias != nullptr ? LoadFloat4<TW>(a.bias, q)
+                                         : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+  const float total = BlockSum(sum, scratch);
+  const float inv_width = 1.0f / static_cast<float>(a.width);
+  float mean = 0.0f, inv = 0.0f;
+  if constexpr (kLayerNorm) {
+    mean = total * inv_width;
+    float sq = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      if (t + j * stride >= quads) continue;
+      const float dx = v[j].x - mean, dy = v[j].y - mean;
+      const float dz = v[j].z - mean, dw = v[j].w - mean;
+      sq += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+    }
+    const float var = BlockSum(sq, scratch) * inv_width;
+    inv = 1.0f / sqrtf(var + a.eps);
+  } else {
+    inv = 1.0f / sqrtf(total * inv_width + a.eps);
+  }
+  // The expressions of kernels/cpu, element by element.
+  const auto normed = [&](float x, float wi, float bi) {
+    if constexpr (kLayerNorm) {
+      return ((x - mean) * inv) * wi + bi;
+    } else {
+      return wi * (x * inv);
+    }
+  };
+#pragma unroll
+  for (int j = 0; j < kQuads; ++j) {
+    const int q = t + j * stride;
+    if (q >= quads) continue;
+    const float4 bj = kLayerNorm ? b[j] : make_float4(0.f, 0.f, 0.f, 0.f);
+    StoreRounded4(out + 4 * q, make_float4(normed(v[j].x, w[j].x, bj.x),
+                                           normed(v[j].y, w[j].y, bj.y),
+                                           normed(v[j].z, w[j].z, bj.z),
+                                           normed(v[j].w, w[j].w, bj.w)));
+  }
+}
+
 absl::Status CheckVector(const Tensor& v, int64_t width,
                          absl::string_view what) {
   if (v.empty()) return absl::OkStatus();
@@ -175,9 +290,73 @@ void LaunchNormKernel(DeviceContext& ctx, bool layer_norm, bool fused,
                ctx.stream(), args);
 }
 
+template <typename TOut, typename TW, int kQuads>
+void LaunchNormVecKernel(DeviceContext& ctx, bool layer_norm, bool fused,
+                         int64_t rows, const NormArgs& args) {
+  void (*kernel)(NormArgs) =
+      layer_norm ? (fused ? NormVecKernel<true, true, TOut, TW, kQuads>
+                          : NormVecKernel<true, false, TOut, TW, kQuads>)
+                 : (fused ? NormVecKernel<false, true, TOut, TW, kQuads>
+                          : NormVecKernel<false, false, TOut, TW, kQuads>);
+  const int64_t threads = CeilDiv(CeilDiv(args.width / 4, kQuads), 32) * 32;
+  LaunchKernel(ctx.programmatic_launch(), kernel,
+               dim3(static_cast<unsigned>(rows)),
+               dim3(static_cast<unsigned>(threads)), 0, ctx.stream(), args);
+}
+
+bool Aligned(const void* p, int bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// NormVecKernel's conditions: rows of whole, aligned quads (x, residual, y
+// and the weights), weight and bias of one type, and at most
+// kVecMaxThreads x 12 quads.
+template <typename TOut>
+bool LaunchNormVec(DeviceContext& ctx, bool layer_norm, bool fused,
+                   int64_t rows, const NormArgs& args) {
+  const int64_t quads = args.width / 4;
+  if (args.width % 4 != 0 || quads > int64_t{kVecMaxThreads} * 12 ||
+      !Aligned(args.x, 16) || (fused && !Aligned(args.residual, 16)) ||
+      !Aligned(args.y, 4 * static_cast<int>(sizeof(TOut)))) {
+    return false;
+  }
+  FloatKind kind = args.weight_kind;
+  if (kind == FloatKind::kNone) kind = args.bias_kind;
+  if (args.bias_kind != FloatKind::kNone && args.bias_kind != kind) {
+    return false;
+  }
+  const int weight_bytes = kind == FloatKind::kF32 ? 16 : 8;
+  if ((args.weight != nullptr && !Aligned(args.weight, weight_bytes)) ||
+      (args.bias != nullptr && !Aligned(args.bias, weight_bytes))) {
+    return false;
+  }
+  const bool few = quads <= int64_t{kVecMaxThreads} * 4;
+  switch (kind) {
+    case FloatKind::kF16:
+      few ? LaunchNormVecKernel<TOut, __half, 4>(ctx, layer_norm, fused, rows,
+                                                 args)
+          : LaunchNormVecKernel<TOut, __half, 12>(ctx, layer_norm, fused, rows,
+                                                  args);
+      return true;
+    case FloatKind::kBF16:
+      few ? LaunchNormVecKernel<TOut, __nv_bfloat16, 4>(ctx, layer_norm, fused,
+                                                        rows, args)
+          : LaunchNormVecKernel<TOut, __nv_bfloat16, 12>(ctx, layer_norm, fused,
+                                                         rows, args);
+      return true;
+    default:  // f32, or neither weight nor bias.
+      few ? LaunchNormVecKernel<TOut, float, 4>(ctx, layer_norm, fused, rows,
+                                                args)
+          : LaunchNormVecKernel<TOut, float, 12>(ctx, layer_norm, fused, rows,
+                                                 args);
+      return true;
+  }
+}
+
 template <typename TOut>
 void LaunchNormKernel(DeviceContext& ctx, bool layer_norm, bool fused,
                       int64_t rows, int threads, const NormArgs& args) {
+  if (LaunchNormVec<TOut>(ctx, layer_norm, fused, rows, args)) return;
   if (args.width <= static_cast<int64_t>(threads) * kCached) {
     LaunchNormKernel<TOut, kCached>(ctx, layer_norm, fused, rows, threads,
                                     args);

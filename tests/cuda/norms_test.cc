@@ -24,8 +24,12 @@ struct RowsWidth {
 };
 
 const std::vector<RowsWidth>& Shapes() {
+  // Multiples of 4 up to 18432 take NormVecKernel (4 or 12 quads a thread:
+  // 9216 and 12288 are OPT-66B's and OPT-175B's decode rows); 7, 8191 and
+  // 20001 take NormKernel, with the row in registers or re-read.
   static const std::vector<RowsWidth> shapes = {
-      {1, 7}, {3, 64}, {8, 4096}, {5, 5120}, {2, 8191}, {4, 16384}};
+      {1, 7},     {3, 64},   {8, 4096},  {5, 5120}, {1, 9216},
+      {1, 12288}, {2, 8191}, {4, 16384}, {1, 20001}};
   return shapes;
 }
 
@@ -104,7 +108,7 @@ TEST_F(NormsTest, RmsNormMatchesCpu) {
 }
 
 TEST_F(NormsTest, LayerNormMatchesCpu) {
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const RowsWidth& s : Shapes()) {
       for (int mask = 0; mask < 8; ++mask) {
         const bool with_weight = mask & 1, with_bias = mask & 2,
