@@ -57,11 +57,6 @@ class CudaBackend : public Backend {
   const CudaGraphStats& graph_stats() const { return stats_; }
   // Forgets the captured graph (the next decode step runs eagerly again).
   void DropGraph();
-  // Makes one copy of the staged-index arena the first node of a captured
-  // step (CudaBackendOptions::stage_once).
-  absl::Status StageAtGraphStart(cudaGraph_t graph);
-  void RecordHostTimes(std::chrono::steady_clock::time_point launch,
-                       std::chrono::steady_clock::time_point done);
 
   // Device copies of host weights (kept dtypes, tied tensors stay tied).
   absl::StatusOr<ModelWeights> UploadWeights(const ModelWeights& host);
@@ -174,6 +169,12 @@ class CudaBackend : public Backend {
   // The DeviceAttentionArgs both attention ops share, their fields mixed
   // into `sig`; and the split-K decode launch with its scratch and counters.
   DeviceAttentionArgs DeviceArgs(const AttentionArgs& args, uint64_t* sig);
+  // Makes one copy of the staged-index arena the first node of a captured
+  // step (CudaBackendOptions::stage_once).
+  absl::Status StageAtGraphStart(cudaGraph_t graph);
+  // The host pass and launch times of the step (LastStepHostPassMs).
+  void RecordHostTimes(std::chrono::steady_clock::time_point launch,
+                       std::chrono::steady_clock::time_point done);
   // LinearGroup without the fused GEMV: one cuBLAS GEMM per weight, all of
   // them from one rounded copy of x when they round it alike.
   // GatedMlp of a prefill: cuBLAS for up/gate (one rounded input), the

@@ -31,6 +31,17 @@ struct NormArgs {
   float eps;
 };
 
+// One element of y, in the expressions of kernels/cpu.
+template <bool kLayerNorm>
+__device__ __forceinline__ float Normed(float x, float w, float b, float mean,
+                                        float inv) {
+  if constexpr (kLayerNorm) {
+    return ((x - mean) * inv) * w + b;
+  } else {
+    return w * (x * inv);
+  }
+}
+
 // Elements a thread keeps in registers: rows of up to kCached x 1024 floats
 // (OPT-175B's 12288) take the cached kernel, wider ones re-read the row
 // (kPerThread = 0).
@@ -118,13 +129,8 @@ __global__ void __launch_bounds__(1024) NormKernel(const NormArgs a) {
   } else {
     inv = 1.0f / sqrtf(total * inv_width + a.eps);
   }
-  // The expressions of kernels/cpu, element by element.
   const auto normed = [&](float x, float wi, float bi) {
-    if constexpr (kLayerNorm) {
-      return ((x - mean) * inv) * wi + bi;
-    } else {
-      return wi * (x * inv);
-    }
+    return Normed<kLayerNorm>(x, wi, bi, mean, inv);
   };
   if constexpr (kPerThread > 0) {
 #pragma unroll
@@ -237,13 +243,8 @@ __global__ void __launch_bounds__(kVecMaxThreads) NormVecKernel(NormArgs a) {
   } else {
     inv = 1.0f / sqrtf(total * inv_width + a.eps);
   }
-  // The expressions of kernels/cpu, element by element.
   const auto normed = [&](float x, float wi, float bi) {
-    if constexpr (kLayerNorm) {
-      return ((x - mean) * inv) * wi + bi;
-    } else {
-      return wi * (x * inv);
-    }
+    return Normed<kLayerNorm>(x, wi, bi, mean, inv);
   };
 #pragma unroll
   for (int j = 0; j < kQuads; ++j) {

@@ -82,27 +82,29 @@ const char* CopyKind(uint8_t kind) {
   }
 }
 
-KernelRecord CopyRecord(const CUpti_Activity* record) {
+// The fields every timed activity record (kernel, memcpy, memset) has.
+template <typename Activity>
+KernelRecord Timed(const Activity* a) {
   KernelRecord r;
+  r.start = a->start;
+  r.end = a->end;
+  r.stream = a->streamId;
+  r.correlation = a->correlationId;
+  r.graph = a->graphId;
+  r.graph_node = a->graphNodeId;
+  return r;
+}
+
+KernelRecord CopyRecord(const CUpti_Activity* record) {
   if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
     const auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-    r.start = c->start;
-    r.end = c->end;
-    r.stream = c->streamId;
-    r.correlation = c->correlationId;
-    r.graph = c->graphId;
-    r.graph_node = c->graphNodeId;
+    KernelRecord r = Timed(c);
     r.name = std::string("memcpy ") + CopyKind(c->copyKind) + " " +
              std::to_string(c->bytes) + " B";
     return r;
   }
   const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-  r.start = m->start;
-  r.end = m->end;
-  r.stream = m->streamId;
-  r.correlation = m->correlationId;
-  r.graph = m->graphId;
-  r.graph_node = m->graphNodeId;
+  KernelRecord r = Timed(m);
   r.name = "memset " + std::to_string(m->bytes) + " B";
   return r;
 }
@@ -127,13 +129,7 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer,
     }
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-    KernelRecord r;
-    r.start = k->start;
-    r.end = k->end;
-    r.stream = k->streamId;
-    r.correlation = k->correlationId;
-    r.graph = k->graphId;
-    r.graph_node = k->graphNodeId;
+    KernelRecord r = Timed(k);
     r.grid = k->gridX * k->gridY * k->gridZ;
     r.block = k->blockX * k->blockY * k->blockZ;
     r.registers = k->registersPerThread;
