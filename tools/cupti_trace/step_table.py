@@ -3,11 +3,10 @@
 
 A decode step replayed from a CUDA graph is one graph launch: its kernels
 share one correlation id. For the median-length step of the trace this
-prints every kernel in start order (stream, start, duration, and the gap
-since the previous kernel on the same stream ended: negative when a
-programmatic dependent launch started it early), then the same kernels
-summed by name, and how much of the step the main stream spent between
-kernels.
+prints every kernel in start order (stream, start, duration, the gap since
+the previous kernel on its stream ended, and how far it extends the step:
+annotate()), then the same kernels summed by name, the time with no kernel
+running and the early (programmatic) starts.
 
   python3 tools/cupti_trace/step_table.py trace.csv [--skip N] [--all-rows]
 """
@@ -53,64 +52,75 @@ def span_us(kernels):
             min(k["start_ns"] for k in kernels)) / 1e3
 
 
+def annotate(kernels):
+    """Adds to each kernel (in start order) its length `us`, `gap_us` since
+    the previous kernel on the same stream ended (negative: started early,
+    as programmatic dependent launch allows) and `extends_us`, how far it
+    pushes the end of the step's timeline past every kernel that started
+    before it. The extensions add up to the step's span whatever the
+    streams (a graph maps its branches onto streams of the driver's
+    choosing, so per-stream sums mislead); time two kernels share goes to
+    the one that started first, so a long side-stream kernel can take
+    credit for main-stream work it overlapped: read the rows for that."""
+    last_on_stream = {}
+    reach = None
+    for k in kernels:
+        k["us"] = (k["end_ns"] - k["start_ns"]) / 1e3
+        prev = last_on_stream.get(k["stream"])
+        k["gap_us"] = (k["start_ns"] - prev) / 1e3 if prev is not None else 0.0
+        last_on_stream[k["stream"]] = k["end_ns"]
+        # Idle time before a kernel counts as its extension too.
+        base = k["start_ns"] if reach is None else reach
+        k["extends_us"] = max(0, k["end_ns"] - base) / 1e3
+        reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
+
+
+def idle_us(kernels):
+    """Time inside the step with no kernel running."""
+    idle, reach = 0, None
+    for k in kernels:
+        if reach is not None and k["start_ns"] > reach:
+            idle += k["start_ns"] - reach
+        reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
+    return idle / 1e3
+
+
 def print_step(kernels, all_rows):
     t0 = min(k["start_ns"] for k in kernels)
-    counts = defaultdict(int)
+    names = {}
     for k in kernels:
-        counts[k["stream"]] += 1
-    main = max(counts, key=counts.get)
-    last_end = {}
-    gaps = []
-    print("| # | stream | kernel | grid | start us | us | gap us | adds us |")
+        names.setdefault(k["stream"], f"s{len(names)}")
+    print("| # | stream | kernel | grid | start us | us | gap us | extends us |")
     print("|---|---|---|---|---|---|---|---|")
     for i, k in enumerate(kernels):
-        prev = last_end.get(k["stream"])
-        gap = (k["start_ns"] - prev) / 1e3 if prev is not None else 0.0
-        # What the kernel adds to its stream's timeline: end minus the
-        # previous kernel's end (the whole kernel for the first one).
-        k["adds_us"] = (k["end_ns"] - (prev if prev is not None else
-                                       k["start_ns"])) / 1e3
-        last_end[k["stream"]] = k["end_ns"]
-        k["gap_us"] = gap
-        k["us"] = (k["end_ns"] - k["start_ns"]) / 1e3
-        gaps.append(gap)
         if all_rows or i < 60:
-            label = "main" if k["stream"] == main else "side"
-            print(f"| {i} | {label} | {k['short']} | {k['grid']} | "
-                  f"{(k['start_ns'] - t0) / 1e3:.1f} | {k['us']:.1f} | "
-                  f"{gap:.1f} | {k['adds_us']:.1f} |")
+            print(f"| {i} | {names[k['stream']]} | {k['short']} | {k['grid']} "
+                  f"| {(k['start_ns'] - t0) / 1e3:.1f} | {k['us']:.1f} | "
+                  f"{k['gap_us']:.1f} | {k['extends_us']:.1f} |")
     if not all_rows and len(kernels) > 60:
         print(f"| ... | | {len(kernels) - 60} more (--all-rows) | | | | | |")
-    return main
 
 
-def print_summary(kernels, main):
-    by_name = defaultdict(lambda: [0, 0.0, 0.0, 0.0, set()])
+def print_summary(kernels):
+    by_name = defaultdict(lambda: [0, 0.0, 0.0])
     for k in kernels:
         entry = by_name[k["short"]]
         entry[0] += 1
         entry[1] += k["us"]
-        entry[2] += k["gap_us"]
-        entry[3] += k["adds_us"]
-        entry[4].add("main" if k["stream"] == main else "side")
+        entry[2] += k["extends_us"]
     print()
-    print("| kernel | stream | count | total us | mean us | "
-          "total gap before, us | total adds us |")
-    print("|---|---|---|---|---|---|---|")
-    for name, (n, total, gap, adds, streams) in sorted(
-            by_name.items(), key=lambda item: -item[1][3]):
-        print(f"| {name} | {'+'.join(sorted(streams))} | {n} | {total:.1f} |"
-              f" {total / n:.2f} | {gap:.1f} | {adds:.1f} |")
-    on_main = [k for k in kernels if k["stream"] == main]
-    busy = sum(k["us"] for k in on_main)
-    positive_gaps = sum(max(k["gap_us"], 0.0) for k in on_main)
-    overlap = -sum(min(k["gap_us"], 0.0) for k in on_main)
-    span = span_us(kernels)
+    print("| kernel | count | total us | mean us | total extends us |")
+    print("|---|---|---|---|---|")
+    for name, (n, total, extends) in sorted(by_name.items(),
+                                            key=lambda item: -item[1][2]):
+        print(f"| {name} | {n} | {total:.1f} | {total / n:.2f} | "
+              f"{extends:.1f} |")
+    early = -sum(min(k["gap_us"], 0.0) for k in kernels)
     print()
-    print(f"step span {span:.1f} us; main stream: {len(on_main)} kernels, "
-          f"{busy:.1f} us inside kernels (overlapping ones counted twice), "
-          f"{positive_gaps:.1f} us between kernels, {overlap:.1f} us of "
-          f"early starts (PDL)")
+    print(f"step span {span_us(kernels):.1f} us, {len(kernels)} kernels on "
+          f"{len({k['stream'] for k in kernels})} streams, "
+          f"{idle_us(kernels):.1f} us with no kernel running, {early:.1f} us "
+          f"of early starts (PDL)")
 
 
 def main():
@@ -132,8 +142,9 @@ def main():
           f"{len(steps[-1])} kernels each")
     pick = min(steps, key=lambda s: abs(span_us(s) - median))
     print()
-    main_stream = print_step(pick, args.all_rows)
-    print_summary(pick, main_stream)
+    annotate(pick)
+    print_step(pick, args.all_rows)
+    print_summary(pick)
 
 
 if __name__ == "__main__":
