@@ -42,6 +42,21 @@ __device__ __forceinline__ float Normed(float x, float w, float b, float mean,
   }
 }
 
+// 1 / sqrt(variance + eps) from the block sum of the centred squares (sq,
+// LayerNorm), or 1 / sqrt(mean square + eps) from the block sum `total` of
+// the squares (RMSNorm). Every thread of the block calls it.
+template <bool kLayerNorm>
+__device__ __forceinline__ float InverseScale(float sq, float total,
+                                              float inv_width, float eps,
+                                              float* scratch) {
+  if constexpr (kLayerNorm) {
+    const float var = BlockSum(sq, scratch) * inv_width;
+    return 1.0f / sqrtf(var + eps);
+  } else {
+    return 1.0f / sqrtf(total * inv_width + eps);
+  }
+}
+
 // Elements a thread keeps in registers: rows of up to kCached x 1024 floats
 // (OPT-175B's 12288) take the cached kernel, wider ones re-read the row
 // (kPerThread = 0).
@@ -108,10 +123,9 @@ __global__ void __launch_bounds__(1024) NormKernel(const NormArgs a) {
   // After pass 1 the normalised input lives in `res` when fused.
   const float* src = kResidual ? res : in;
 
-  float mean = 0.0f, inv = 0.0f;
+  float mean = 0.0f, sq = 0.0f;
   if constexpr (kLayerNorm) {
     mean = total * inv_width;
-    float sq = 0.0f;
     if constexpr (kPerThread > 0) {
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -124,11 +138,9 @@ __global__ void __launch_bounds__(1024) NormKernel(const NormArgs a) {
         sq += d * d;
       }
     }
-    const float var = BlockSum(sq, scratch) * inv_width;
-    inv = 1.0f / sqrtf(var + a.eps);
-  } else {
-    inv = 1.0f / sqrtf(total * inv_width + a.eps);
   }
+  const float inv =
+      InverseScale<kLayerNorm>(sq, total, inv_width, a.eps, scratch);
   const auto normed = [&](float x, float wi, float bi) {
     return Normed<kLayerNorm>(x, wi, bi, mean, inv);
   };
@@ -227,10 +239,9 @@ __global__ void __launch_bounds__(kVecMaxThreads) NormVecKernel(NormArgs a) {
   }
   const float total = BlockSum(sum, scratch);
   const float inv_width = 1.0f / static_cast<float>(a.width);
-  float mean = 0.0f, inv = 0.0f;
+  float mean = 0.0f, sq = 0.0f;
   if constexpr (kLayerNorm) {
     mean = total * inv_width;
-    float sq = 0.0f;
 #pragma unroll
     for (int j = 0; j < kQuads; ++j) {
       if (t + j * stride >= quads) continue;
@@ -238,11 +249,9 @@ __global__ void __launch_bounds__(kVecMaxThreads) NormVecKernel(NormArgs a) {
       const float dz = v[j].z - mean, dw = v[j].w - mean;
       sq += (dx * dx + dy * dy) + (dz * dz + dw * dw);
     }
-    const float var = BlockSum(sq, scratch) * inv_width;
-    inv = 1.0f / sqrtf(var + a.eps);
-  } else {
-    inv = 1.0f / sqrtf(total * inv_width + a.eps);
   }
+  const float inv =
+      InverseScale<kLayerNorm>(sq, total, inv_width, a.eps, scratch);
   const auto normed = [&](float x, float wi, float bi) {
     return Normed<kLayerNorm>(x, wi, bi, mean, inv);
   };
