@@ -1,10 +1,10 @@
 // CudaBackend's side work (Backend::BeginSideWork): DejaVu's lookahead
-// predictors on a second stream, so the MLP TopK (one block) and the second
-// predictor projection run beside the attention block instead of before it.
+// predictors on a second stream, so both projections and the TopK (one
+// block) run beside the sub-block they look ahead of instead of before it.
 // The second stream has a context of its own (cuBLAS handle, GEMV
 // workspace), forks from the main stream with an event and joins it at
-// WaitSideWork, inside a CUDA-graph capture too (the graph gets the fork and
-// the join as edges). Tensors allocated during side work, and the inputs of
+// WaitSideWork or WaitAllSideWork, inside a CUDA-graph capture too (the
+// graph gets the fork and the join as edges). Tensors allocated during side work, and the inputs of
 // the Linear and TopK ops it issues, are held until the join: the pool hands
 // freed blocks out again in main-stream order.
 #include "kernels/cuda/cuda_backend.h"
