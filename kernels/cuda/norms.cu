@@ -342,26 +342,26 @@ bool LaunchNormVec(DeviceContext& ctx, bool layer_norm, bool fused,
     return false;
   }
   const bool few = quads <= int64_t{kVecMaxThreads} * 4;
+  const auto launch = [&](auto weight_type) {
+    using TW = decltype(weight_type);
+    if (few) {
+      LaunchNormVecKernel<TOut, TW, 4>(ctx, layer_norm, fused, rows, args);
+    } else {
+      LaunchNormVecKernel<TOut, TW, 12>(ctx, layer_norm, fused, rows, args);
+    }
+  };
   switch (kind) {
     case FloatKind::kF16:
-      few ? LaunchNormVecKernel<TOut, __half, 4>(ctx, layer_norm, fused, rows,
-                                                 args)
-          : LaunchNormVecKernel<TOut, __half, 12>(ctx, layer_norm, fused, rows,
-                                                  args);
-      return true;
+      launch(__half{});
+      break;
     case FloatKind::kBF16:
-      few ? LaunchNormVecKernel<TOut, __nv_bfloat16, 4>(ctx, layer_norm, fused,
-                                                        rows, args)
-          : LaunchNormVecKernel<TOut, __nv_bfloat16, 12>(ctx, layer_norm, fused,
-                                                         rows, args);
-      return true;
+      launch(__nv_bfloat16{});
+      break;
     default:  // f32, or neither weight nor bias.
-      few ? LaunchNormVecKernel<TOut, float, 4>(ctx, layer_norm, fused, rows,
-                                                args)
-          : LaunchNormVecKernel<TOut, float, 12>(ctx, layer_norm, fused, rows,
-                                                 args);
-      return true;
+      launch(float{});
+      break;
   }
+  return true;
 }
 
 template <typename TOut>
