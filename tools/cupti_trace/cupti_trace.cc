@@ -20,6 +20,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,26 @@ constexpr size_t kAlign = 8;
 
 std::mutex records_mutex;
 std::vector<KernelRecord>* records = nullptr;
+size_t keep_launches = SIZE_MAX;  // DYNSPARSE_TRACE_LAST
+
+// DYNSPARSE_TRACE_LAST as a whole number (all launches when unset); false
+// after saying what is wrong with it.
+bool ReadKeepLaunches() {
+  const char* last = std::getenv("DYNSPARSE_TRACE_LAST");
+  if (last == nullptr) return true;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(last, &end, 10);
+  if (*last == '\0' || *last == '-' || *end != '\0' || errno != 0) {
+    std::fprintf(stderr,
+                 "cupti_trace: DYNSPARSE_TRACE_LAST='%s' is not a whole "
+                 "number of graph launches; recording nothing\n",
+                 last);
+    return false;
+  }
+  keep_launches = static_cast<size_t>(n);
+  return true;
+}
 
 void Fail(const char* what, CUptiResult result) {
   const char* text = nullptr;
@@ -183,9 +204,6 @@ void AtExit() {
   const CUptiResult flushed = cuptiActivityFlushAll(1);
   if (flushed != CUPTI_SUCCESS) Fail("cuptiActivityFlushAll", flushed);
   const char* path = std::getenv("DYNSPARSE_TRACE_OUT");
-  const char* last = std::getenv("DYNSPARSE_TRACE_LAST");
-  const size_t keep =
-      last != nullptr ? std::strtoull(last, nullptr, 10) : SIZE_MAX;
   std::lock_guard<std::mutex> lock(records_mutex);
   std::FILE* out = std::fopen(path, "w");
   if (out == nullptr) {
@@ -195,7 +213,7 @@ void AtExit() {
   std::fprintf(out,
                "start_ns,end_ns,stream,correlation,graph,graph_node,grid,"
                "block,registers,name\n");
-  const std::vector<const KernelRecord*> kept = Kept(*records, keep);
+  const std::vector<const KernelRecord*> kept = Kept(*records, keep_launches);
   for (const KernelRecord* r : kept) {
     std::fprintf(out, "%llu,%llu,%u,%u,%u,%llu,%d,%d,%d,%s\n",
                  static_cast<unsigned long long>(r->start),
@@ -218,6 +236,7 @@ extern "C" int InitializeInjection(void) {
     std::fprintf(stderr, "cupti_trace: DYNSPARSE_TRACE_OUT is not set\n");
     return 1;
   }
+  if (!ReadKeepLaunches()) return 1;
   records = new std::vector<KernelRecord>();
   CUptiResult result =
       cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);

@@ -26,13 +26,28 @@ def short_name(name):
     return name[:70]
 
 
+NUMBERS = ("start_ns", "end_ns", "stream", "correlation", "graph", "grid",
+           "block")
+
+
 def load(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for key in ("start_ns", "end_ns", "stream", "correlation", "graph",
-                    "grid", "block"):
-            r[key] = int(r[key])
+    """The trace's rows, numbers parsed; exits naming the file, line and
+    field of the first malformed one."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"{path}: cannot read: {e.strerror}")
+    for line, r in enumerate(rows, start=2):
+        for key in NUMBERS + ("name",):
+            if r.get(key) is None:
+                sys.exit(f"{path}:{line}: field '{key}' is missing")
+        for key in NUMBERS:
+            try:
+                r[key] = int(r[key])
+            except ValueError:
+                sys.exit(f"{path}:{line}: field '{key}' is not an integer: "
+                         f"{r[key]!r}")
         r["short"] = short_name(r["name"])
     return rows
 

@@ -68,6 +68,20 @@ class StepTableTest(unittest.TestCase):
             step_table.main()
         self.assertIn("no graph launches", str(e.exception.code))
 
+    def test_a_malformed_row_names_file_line_and_field(self):
+        with open(self.path, "w") as f:
+            f.write(HEADER + "\n" + ROWS[0].replace("1000,2000", "1000,x", 1)
+                    + "\n")
+        with self.assertRaises(SystemExit) as e:
+            step_table.load(self.path)
+        self.assertIn(f"{self.path}:2: field 'end_ns' is not an integer",
+                      str(e.exception.code))
+        with open(self.path, "w") as f:
+            f.write("start_ns,end_ns\n1,2\n")
+        with self.assertRaises(SystemExit) as e:
+            step_table.load(self.path)
+        self.assertIn(":2: field 'stream' is missing", str(e.exception.code))
+
 
 if __name__ == "__main__":
     unittest.main()
