@@ -45,13 +45,37 @@ absl::StatusOr<GenerationResult> Generate(
   result.prefill_seconds = SecondsSince(start);
 
   start = std::chrono::steady_clock::now();
+  auto is_stop = [&](int32_t id) {
+    return std::find(options.stop_ids.begin(), options.stop_ids.end(), id) !=
+           options.stop_ids.end();
+  };
+  if (options.sampling.greedy && options.max_new_tokens > 0) {
+    // The argmax on the device, the host one step behind it.
+    const int32_t first =
+        Sampler(options.sampling)
+            .Next(absl::MakeConstSpan(logits->data<float>(), logits->dim(1)));
+    auto take = [&](int32_t id) {
+      result.tokens.push_back(id);
+      if (on_token) on_token(id);
+      result.stopped_on_eos = is_stop(id);
+      return !result.stopped_on_eos;
+    };
+    if (take(first) && options.max_new_tokens > 1) {
+      if (absl::Status s =
+              session.DecodeGreedy(first, options.max_new_tokens - 1, take);
+          !s.ok()) {
+        return s;
+      }
+    }
+    result.decode_seconds = SecondsSince(start);
+    return result;
+  }
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     const int32_t next = sampler.Next(
         absl::MakeConstSpan(logits->data<float>(), logits->dim(1)));
     result.tokens.push_back(next);
     if (on_token) on_token(next);
-    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
-        options.stop_ids.end()) {
+    if (is_stop(next)) {
       result.stopped_on_eos = true;
       break;
     }

@@ -135,6 +135,30 @@ void Backend::CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
   }
 }
 
+void Backend::Argmax(const Tensor& logits, Tensor* ids) {
+  DS_CHECK(logits.device() == Device::kCpu && ids->device() == Device::kCpu)
+      << name() << ": Argmax on host tensors only";
+  DS_CHECK(logits.dtype() == DType::kF32 && logits.rank() == 2 &&
+           ids->dtype() == DType::kI32 && ids->numel() == logits.dim(0));
+  const int64_t cols = logits.dim(1);
+  for (int64_t r = 0; r < logits.dim(0); ++r) {
+    const float* row = logits.data<float>() + r * cols;
+    // Strictly greater: the lowest id wins ties; NaN never wins (a row of
+    // NaN gives 0, as the CUDA kernel does).
+    int64_t best = -1;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (best < 0 ? !std::isnan(row[c]) : row[c] > row[best]) best = c;
+    }
+    ids->data<int32_t>()[r] = static_cast<int32_t>(std::max<int64_t>(best, 0));
+  }
+}
+
+void Backend::EmbedIds(const Tensor& table, const Tensor& ids, Tensor* out) {
+  DS_CHECK(ids.device() == Device::kCpu && ids.dtype() == DType::kI32)
+      << name() << ": EmbedIds on host ids only";
+  Embed(table, absl::MakeConstSpan(ids.data<int32_t>(), ids.numel()), out);
+}
+
 absl::StatusOr<Tensor> Backend::Upload(const Tensor& host) {
   if (device() != Device::kCpu) {
     return absl::UnimplementedError(

@@ -125,6 +125,20 @@ class Backend {
   // hold their values only after EndStep returns kDone.
   virtual void BeginStep(int64_t rows) {}
   virtual absl::StatusOr<StepOutcome> EndStep() { return StepOutcome::kDone; }
+  // Pipelined steps (Session::DecodeGreedy): EndStepAsync ends a step like
+  // EndStep but may return while its work still runs, so the host prepares
+  // the next step meanwhile; BeginStep then does not wait for it. A step's
+  // ToHost results hold their values once WaitStep() has returned for it
+  // (WaitStep waits for the oldest step not yet waited for, in launch order;
+  // nothing to wait for is no error). Inputs of a step run this way must be
+  // device tensors or values staged inside the step. Defaults: EndStep, and
+  // nothing to wait for.
+  virtual absl::StatusOr<StepOutcome> EndStepAsync() { return EndStep(); }
+  virtual absl::Status WaitStep() { return absl::OkStatus(); }
+  // True when a step may still run after EndStepAsync returns. Otherwise its
+  // results are final then, and a caller must read them before the next
+  // step (CpuBackend's ToHost hands back the device tensor itself).
+  virtual bool PipelinesSteps() const { return false; }
 
   // out[i, :] = table[ids[i], :]  (out is f32 [n, width]).
   virtual void Embed(const Tensor& table, absl::Span<const int32_t> ids,
@@ -272,6 +286,7 @@ class Backend {
   // masked (Session falls back).
   virtual bool SupportsSparse() const { return false; }
   // ids = the host values (rows * K, row-major), staged for this step.
+  // Outside a step the values are in place before any later step runs.
   virtual void StageIds(absl::Span<const int32_t> host, Tensor* ids);
   // A [in, out] copy of weight w [out, in] in w's dtype (the down projection
   // that GatherLinearT reads row-wise). Made once per weight and cached by the
@@ -311,8 +326,19 @@ class Backend {
                                const Tensor& head_ids);
   virtual void LazyKv(const LazyKvArgs& args);
 
-  // Copies a device tensor to a host f32 tensor (identity on CPU).
+  // Copies a device tensor to a host tensor (identity on CPU): f32 for
+  // floating-point tensors, i32 for i32 ones.
   virtual Tensor ToHost(const Tensor& x) = 0;
+
+  // Greedy decoding on the device (Session::DecodeGreedy): the next step's
+  // token never visits the host first.
+  // ids[r] = the column of the largest logit of row r (f32 [rows, vocab]);
+  // ties go to the lowest id, as Sampler's greedy choice. ids: i32 [rows] on
+  // this device. Default: on host tensors.
+  virtual void Argmax(const Tensor& logits, Tensor* ids);
+  // Embed with ids already on this device (i32 [n], each in range: the
+  // caller's duty). Default: host ids, through Embed.
+  virtual void EmbedIds(const Tensor& table, const Tensor& ids, Tensor* out);
 
   // Token-axis ops (LazyLLM, core/graph/session_tokens.cc).
   // dst[dst_rows[i], :] = src[src_rows[i], :] for f32 matrices of one width:

@@ -1,6 +1,7 @@
 #include "core/graph/session.h"
 
 #include <cmath>
+#include <deque>
 #include <numeric>
 #include <vector>
 
@@ -49,7 +50,10 @@ absl::Status Session::CheckTokens(absl::Span<const int32_t> tokens) const {
           " is outside the vocabulary [0, ", config_.vocab_size, ")"));
     }
   }
-  const int64_t end = length() + static_cast<int64_t>(tokens.size());
+  return CheckEnd(length() + static_cast<int64_t>(tokens.size()));
+}
+
+absl::Status Session::CheckEnd(int64_t end) const {
   if (end > capacity()) {
     return absl::OutOfRangeError(absl::StrCat("sequence of ", end,
                                               " tokens exceeds the session's ",
@@ -77,6 +81,66 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
     return absl::InvalidArgumentError(absl::StrCat(
         "first_logit_row ", first_logit_row, " outside [0, ", n, ")"));
   }
+  return Step(tokens, /*greedy=*/false, first_logit_row);
+}
+
+absl::Status Session::DecodeGreedy(
+    int32_t first_token, int64_t max_steps,
+    const std::function<bool(int32_t)>& on_token) {
+  if (max_steps < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DecodeGreedy: max_steps ", max_steps, " must be >= 1"));
+  }
+  if (absl::Status s = CheckTokens(absl::MakeConstSpan(&first_token, 1));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckEnd(length() + max_steps); !s.ok()) return s;
+  if (device_token_.empty()) {
+    absl::StatusOr<Tensor> t = backend_.Upload(Tensor::Zeros(DType::kI32, {1}));
+    if (!t.ok()) return t.status();
+    device_token_ = *t;
+  }
+  backend_.StageIds(absl::MakeConstSpan(&first_token, 1), &device_token_);
+
+  // Step i feeds the token step i - 1 chose (first_token for i = 0). With a
+  // pipelining backend step i + 1 is launched before step i's token is read.
+  const size_t depth = backend_.PipelinesSteps() ? 2 : 1;
+  const int64_t start = length();
+  std::deque<Tensor> chosen;  // Host tokens of the steps not yet delivered.
+  int64_t launched = 0;
+  int64_t delivered = 0;
+  bool stopped = false;
+  absl::Status status;
+  while (true) {
+    while (status.ok() && !stopped && launched < max_steps &&
+           chosen.size() < depth) {
+      absl::StatusOr<Tensor> token = Step({}, /*greedy=*/true, 0);
+      if (!token.ok()) {
+        status = token.status();
+        break;
+      }
+      chosen.push_back(*std::move(token));
+      ++launched;
+    }
+    if (chosen.empty()) break;
+    if (absl::Status s = backend_.WaitStep(); !s.ok() && status.ok()) {
+      status = s;
+    }
+    const int32_t token = chosen.front().data<int32_t>()[0];
+    chosen.pop_front();
+    if (!status.ok() || stopped) continue;  // Drain what still runs.
+    ++delivered;
+    stopped = !on_token(token);
+  }
+  if (!status.ok()) return status;
+  // Steps launched after the stop fed tokens past it: forget them.
+  return Truncate(start + delivered);
+}
+
+absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
+                                     bool greedy, int64_t first_logit_row) {
+  const int64_t n = greedy ? 1 : static_cast<int64_t>(tokens.size());
   std::vector<int32_t> positions(n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(length()));
   const Phase phase =
@@ -87,14 +151,25 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
   for (int attempt = 0;; ++attempt) {
     if (tokens_ != nullptr) tokens_->BeginStep();
     backend_.BeginStep(n);
+    Tensor x = greedy ? EmbedDevice(device_token_, positions)
+                      : Embed(tokens, positions);
     absl::StatusOr<Tensor> logits =
-        RunStep(tokens, positions, phase, first_logit_row);
-    absl::StatusOr<StepOutcome> outcome = backend_.EndStep();
+        RunStep(std::move(x), positions, phase, first_logit_row);
+    Tensor result;
+    if (logits.ok() && greedy) {
+      // Greedy decoding: the next step reads the choice where it is.
+      backend_.Argmax(*logits, &device_token_);
+      result = backend_.ToHost(device_token_);
+    } else if (logits.ok()) {
+      result = backend_.ToHost(*logits);
+    }
+    absl::StatusOr<StepOutcome> outcome =
+        greedy ? backend_.EndStepAsync() : backend_.EndStep();
     if (!logits.ok()) return logits.status();
     if (!outcome.ok()) return outcome.status();
     if (*outcome == StepOutcome::kDone) {
       cache_.set_length(length() + n);
-      return logits;
+      return result;
     }
     if (tokens_ != nullptr) tokens_->Rollback();  // Nothing of it counts.
     if (attempt > 0) {
@@ -104,11 +179,10 @@ absl::StatusOr<Tensor> Session::Forward(absl::Span<const int32_t> tokens,
   }
 }
 
-absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
+absl::StatusOr<Tensor> Session::RunStep(Tensor x,
                                         absl::Span<const int32_t> positions,
                                         Phase phase, int64_t first_logit_row) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  Tensor x = Embed(tokens, positions);
+  const int64_t n = static_cast<int64_t>(positions.size());
   Tensor pending;  // Pre-norm: the last block's output, not yet added to x.
   if (tokens_ != nullptr) {
     absl::Status s =
@@ -136,7 +210,7 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
     backend_.NormLinearGroup(
         rows, NormOf(weights_.final_norm_w, weights_.final_norm_b), ws, bs,
         std::nullopt, ys);
-    return backend_.ToHost(logits);
+    return logits;
   }
   backend_.WaitAllSideWork();  // The ops below write x.
   if (!pending.empty() && config_.final_norm) {
@@ -164,7 +238,7 @@ absl::StatusOr<Tensor> Session::RunStep(absl::Span<const int32_t> tokens,
   Tensor logits =
       backend_.Allocate(DType::kF32, {out_rows, config_.vocab_size});
   backend_.Linear(rows, weights_.lm_head, Tensor(), &logits);
-  return backend_.ToHost(logits);
+  return logits;
 }
 
 Tensor Session::Embed(absl::Span<const int32_t> tokens,
@@ -172,6 +246,20 @@ Tensor Session::Embed(absl::Span<const int32_t> tokens,
   const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor embedded = backend_.Allocate(DType::kF32, {n, config_.embed_dim()});
   backend_.Embed(weights_.tok_embed, tokens, &embedded);
+  return AddPositions(embedded, positions);
+}
+
+Tensor Session::EmbedDevice(const Tensor& tokens,
+                            absl::Span<const int32_t> positions) {
+  Tensor embedded =
+      backend_.Allocate(DType::kF32, {tokens.numel(), config_.embed_dim()});
+  backend_.EmbedIds(weights_.tok_embed, tokens, &embedded);
+  return AddPositions(embedded, positions);
+}
+
+Tensor Session::AddPositions(const Tensor& embedded,
+                             absl::Span<const int32_t> positions) {
+  const int64_t n = embedded.dim(0);
   Tensor x = embedded;
   if (config_.has_projection()) {
     x = backend_.Allocate(DType::kF32, {n, config_.hidden_size});

@@ -4,6 +4,7 @@
 #define DYNSPARSE_CORE_GRAPH_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,18 @@ class Session {
   absl::StatusOr<Tensor> Forward(absl::Span<const int32_t> tokens,
                                  int64_t first_logit_row);
 
+  // Greedy decoding with the choice made on the device: step i feeds the
+  // token step i - 1 chose (first_token for step 0) at position length(),
+  // and on_token sees each chosen token in order; decoding ends after
+  // max_steps tokens or when on_token returns false. The sequence then holds
+  // the tokens fed up to that choice: first_token and each chosen token but
+  // the last, as a Forward per token would leave it. A backend that
+  // pipelines steps (Backend::PipelinesSteps) runs step i + 1 while the host
+  // reads step i's token, so the host's pass over a step is off the
+  // critical path; a step run past a stop is forgotten (Truncate).
+  absl::Status DecodeGreedy(int32_t first_token, int64_t max_steps,
+                            const std::function<bool(int32_t)>& on_token);
+
   // Forgets the sequence: the next Forward starts at position 0.
   void Reset();
   // Keeps positions [0, length) and forgets the rest, so several
@@ -52,13 +65,27 @@ class Session {
 
  private:
   absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
-  // The ops of one Forward (between the backend's BeginStep and EndStep);
-  // does not advance the cache length.
-  absl::StatusOr<Tensor> RunStep(absl::Span<const int32_t> tokens,
-                                 absl::Span<const int32_t> positions,
+  // A sequence of `end` tokens fits the cache and the model.
+  absl::Status CheckEnd(int64_t end) const;
+  // One step of `tokens` (greedy: the one token in device_token_) at
+  // positions [length(), ...), run again eagerly when the backend asks, and
+  // the cache advanced. Returns the host logits of rows [first_logit_row,
+  // n), or (greedy) the chosen token, i32 [1], valid once the backend's
+  // WaitStep has returned for this step (it ends with EndStepAsync).
+  absl::StatusOr<Tensor> Step(absl::Span<const int32_t> tokens, bool greedy,
+                              int64_t first_logit_row);
+  // The ops of one step from its embedded rows x (between the backend's
+  // BeginStep and EndStep) up to the device logits; does not advance the
+  // cache length.
+  absl::StatusOr<Tensor> RunStep(Tensor x, absl::Span<const int32_t> positions,
                                  Phase phase, int64_t first_logit_row);
+  // The rows a step starts from: token embeddings (host or device ids) plus
+  // learned positions where the model has them.
   Tensor Embed(absl::Span<const int32_t> tokens,
                absl::Span<const int32_t> positions);
+  Tensor EmbedDevice(const Tensor& tokens, absl::Span<const int32_t> positions);
+  Tensor AddPositions(const Tensor& embedded,
+                      absl::Span<const int32_t> positions);
   // `pending` carries a pre-norm block's output until the next norm adds it
   // to the residual stream x (Backend::AddNorm); post-norm models add at once.
   // `rows_changed`: LayerSite::rows_changed of the layer's SelectHeads.
@@ -112,6 +139,9 @@ class Session {
   absl::Span<const int32_t> live_keys_;
   Tensor last_query_;
   SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
+  // DecodeGreedy's token on the backend's device, i32 [1]: written by each
+  // step's argmax, read by the next step's embedding.
+  Tensor device_token_;
 };
 
 }  // namespace dynsparse

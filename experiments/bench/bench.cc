@@ -116,6 +116,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["repeats"] = repeats;
   j["ttft_ms"] = ttft_ms;
   j["prefill_tflops"] = prefill_tflops;
+  j["decode_loop"] = decode_loop;
   j["decode_ms_median"] = decode_ms_median;
   j["decode_ms_p10"] = decode_ms_p10;
   j["decode_ms_p90"] = decode_ms_p90;
@@ -155,6 +156,19 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
         "bench: --prompt, --new, --batch and --repeats must be >= 1 (got ",
         o.prompt, ", ", o.new_tokens, ", ", o.batch, ", ", o.repeats, ")"));
   }
+  const std::string loop = !o.decode_loop.empty()
+                               ? o.decode_loop
+                               : (o.batch == 1 ? "greedy" : "fixed");
+  if (loop != "greedy" && loop != "fixed") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: --decode-loop must be greedy or fixed, got \"", loop, "\""));
+  }
+  if (loop == "greedy" && o.batch != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bench: --decode-loop greedy decodes one sequence a token at a time; "
+        "--batch ",
+        o.batch, " needs --decode-loop fixed"));
+  }
   const int64_t capacity = o.prompt + o.new_tokens * o.batch;
   BenchResult r;
   r.device = DeviceName(backend.device());
@@ -164,6 +178,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   r.prompt = o.prompt;
   r.new_tokens = o.new_tokens;
   r.repeats = o.repeats;
+  r.decode_loop = loop;
   r.git_sha = BenchGitSha();
   r.switches = BenchSwitches();
   for (const LayerWeights& l : weights.layers) {
@@ -192,19 +207,34 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
     const double prefill_ms = Ms(std::chrono::steady_clock::now() - t0);
     if (!logits.ok()) return logits.status();
     if (rep > 0) ttft.push_back(prefill_ms);
-    for (int64_t s = 0; s < o.new_tokens; ++s) {
-      const auto t1 = std::chrono::steady_clock::now();
-      logits = session.Forward(step, o.batch - 1);
-      const double ms = Ms(std::chrono::steady_clock::now() - t1);
-      if (!logits.ok()) return logits.status();
-      if (rep > 0) {
-        r.decode_ms.push_back(ms);
-        const double dev = backend.LastStepDeviceMs();
-        if (dev >= 0) device_ms.push_back(dev);
-        if (backend.LastStepHostPassMs() >= 0) {
-          host_pass_ms.push_back(backend.LastStepHostPassMs());
-          launch_ms.push_back(backend.LastStepLaunchMs());
-        }
+    // One decode step of `ms` wall time (the warm-up repeat is not kept).
+    auto record = [&](double ms) {
+      if (rep == 0) return;
+      r.decode_ms.push_back(ms);
+      const double dev = backend.LastStepDeviceMs();
+      if (dev >= 0) device_ms.push_back(dev);
+      if (backend.LastStepHostPassMs() >= 0) {
+        host_pass_ms.push_back(backend.LastStepHostPassMs());
+        launch_ms.push_back(backend.LastStepLaunchMs());
+      }
+    };
+    if (loop == "greedy") {
+      auto last = std::chrono::steady_clock::now();
+      absl::Status s =
+          session.DecodeGreedy(step[0], o.new_tokens, [&](int32_t) {
+            const auto now = std::chrono::steady_clock::now();
+            record(Ms(now - last));
+            last = now;
+            return true;
+          });
+      if (!s.ok()) return s;
+    } else {
+      for (int64_t s = 0; s < o.new_tokens; ++s) {
+        const auto t1 = std::chrono::steady_clock::now();
+        logits = session.Forward(step, o.batch - 1);
+        const double ms = Ms(std::chrono::steady_clock::now() - t1);
+        if (!logits.ok()) return logits.status();
+        record(ms);
       }
     }
     if (rep > 0) token_work.Add(session);

@@ -28,6 +28,12 @@ struct BenchOptions {
   int64_t bandwidth_bytes = int64_t{1} << 30;  // Size of that copy.
   uint64_t seed = 1;                           // Prompt token ids.
   bool token_profile = false;  // Session::EnableTokenProfile (slows steps).
+  // How decode steps are fed (BenchResult::decode_loop): "greedy" (batch 1:
+  // Session::DecodeGreedy, the token chosen on the device, the host one step
+  // ahead where the backend pipelines steps) or "fixed" (fixed ids, each
+  // step's logits read back before the next starts). Empty: greedy at
+  // batch 1, else fixed.
+  std::string decode_loop;
 };
 
 struct BenchResult {
@@ -40,9 +46,12 @@ struct BenchResult {
   int64_t prompt = 0;
   int64_t new_tokens = 0;
   int64_t repeats = 0;
+  std::string decode_loop;  // BenchOptions::decode_loop as run.
   double ttft_ms = 0;  // Median prefill wall time (logits of the last row).
   double prefill_tflops = 0;
-  std::vector<double> decode_ms;  // Every measured decode step, wall time.
+  // Every measured decode step, wall time: between two tokens' arrivals on
+  // the host (greedy) or around one Forward (fixed).
+  std::vector<double> decode_ms;
   double decode_ms_median = 0, decode_ms_p10 = 0, decode_ms_p90 = 0;
   double decode_ms_mean = 0;            // Steps vary when tokens are revived.
   double decode_device_ms_median = -1;  // Device clock, when available.

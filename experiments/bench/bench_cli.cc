@@ -27,6 +27,11 @@ const std::vector<FlagSpec>& Specs() {
       {"batch", FlagKind::kValue,
        "rows per decode step (one sequence, B tokens a step)", "1"},
       {"repeats", FlagKind::kValue, "measured repeats after one warm-up", "3"},
+      {"decode-loop", FlagKind::kValue,
+       "greedy (token chosen on the device, host a step ahead; batch 1) | "
+       "fixed (fixed ids, logits read back each step); empty: greedy at "
+       "batch 1",
+       ""},
       {"bandwidth-gbps", FlagKind::kValue,
        "memory bandwidth for the floor (0 = measure a device copy)", "0"},
       {"threads", FlagKind::kValue, "CPU threads (0 = all cores)", "0"},
@@ -59,6 +64,7 @@ absl::StatusOr<BenchResult> Run(const ParsedFlags& flags,
 
   BenchOptions options;
   options.token_profile = flags.Has("token-profile");
+  options.decode_loop = flags.Get("decode-loop");
   for (auto [name, field] : {std::pair{"prompt", &options.prompt},
                              {"new", &options.new_tokens},
                              {"batch", &options.batch},

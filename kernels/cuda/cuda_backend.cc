@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/activation.h"
@@ -61,6 +62,8 @@ enum OpCode : uint64_t {
   kOpNormLinear,
   kOpLinearAccumulate,
   kOpNormGatedMlp,
+  kOpArgmax,
+  kOpEmbedIds,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -143,9 +146,9 @@ CudaBackend::CudaBackend(std::unique_ptr<DeviceContext> ctx,
       active_(ctx_.get()) {}
 
 absl::Status CudaBackend::Init() {
-  DS_CUDA_RETURN_IF_ERROR(
-      cudaHostAlloc(reinterpret_cast<void**>(&pinned_indices_),
-                    kIndexArenaInts * sizeof(int32_t), cudaHostAllocDefault));
+  DS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(
+      reinterpret_cast<void**>(&pinned_indices_),
+      2 * kIndexArenaInts * sizeof(int32_t), cudaHostAllocDefault));
   absl::StatusOr<Tensor> arena =
       AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
   if (!arena.ok()) return arena.status();
@@ -158,8 +161,10 @@ absl::Status CudaBackend::Init() {
                                           attention_counters_.bytes(),
                                           ctx_->stream()));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
-  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_));
-  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_));
+  for (int half = 0; half < 2; ++half) {
+    DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_[half]));
+    DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_[half]));
+  }
   return absl::OkStatus();
 }
 
@@ -172,8 +177,10 @@ CudaBackend::~CudaBackend() {
   tape_tensors_.clear();
   if (pinned_indices_ != nullptr) cudaFreeHost(pinned_indices_);
   if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
-  if (step_start_ != nullptr) cudaEventDestroy(step_start_);
-  if (step_end_ != nullptr) cudaEventDestroy(step_end_);
+  for (int half = 0; half < 2; ++half) {
+    if (step_start_[half] != nullptr) cudaEventDestroy(step_start_[half]);
+    if (step_end_[half] != nullptr) cudaEventDestroy(step_end_[half]);
+  }
 }
 
 std::string CudaBackend::name() const {
@@ -200,6 +207,7 @@ void CudaBackend::DropGraph() {
   if (graph_ != nullptr) cudaGraphDestroy(graph_);
   graph_exec_ = nullptr;
   graph_ = nullptr;
+  host_copy_nodes_.clear();
   tape_ops_.clear();
   tape_tensors_.clear();
 }
@@ -226,8 +234,17 @@ Tensor CudaBackend::Allocate(DType dtype, Shape shape) {
 }
 
 void CudaBackend::BeginStep(int64_t rows) {
-  // Staged indices of the previous step may still be read by queued work.
-  Check(ctx_->Synchronize(), "BeginStep");
+  // One step may still run (EndStepAsync): this step stages into the other
+  // half of the pinned buffers, which the step before that one used, so
+  // that one must be done. Without stage_once a captured graph's copies
+  // cannot move between halves: every step waits.
+  const size_t may_run = PipelinesSteps() ? 1 : 0;
+  while (launched_.size() > may_run) Check(WaitStep(), "BeginStep");
+  if (launched_.empty()) {
+    Check(ctx_->Synchronize(), "BeginStep");
+  } else {
+    half_ = 1 - launched_.back().half;
+  }
   step_host_start_ = std::chrono::steady_clock::now();
   in_step_ = true;
   mismatch_ = false;
@@ -240,8 +257,9 @@ void CudaBackend::BeginStep(int64_t rows) {
   side_work_.clear();
   in_side_work_ = false;
   active_ = ctx_.get();
-  // Outside any capture, so the event is a real timestamp on the stream.
-  Check(CudaErrorToStatus(cudaEventRecord(step_start_, ctx_->stream()),
+  // Outside any capture; with a step still running it stamps that step's
+  // end, so a pipelined step's device time is its period.
+  Check(CudaErrorToStatus(cudaEventRecord(step_start_[half_], ctx_->stream()),
                           "step start event"),
         "BeginStep");
   const bool graphable = options_.cuda_graphs && rows == 1;
@@ -284,22 +302,44 @@ void* CudaBackend::SideWorkspaceAddress() {
   return *w;
 }
 
-absl::Status CudaBackend::FinishCopies() {
-  DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_end_, ctx_->stream()));
-  if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
-  float ms = 0.0f;
-  DS_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, step_start_, step_end_));
-  last_step_ms_ = ms;
-  for (const PendingCopy& p : pending_) {
-    std::memcpy(p.host.raw_data(),
-                static_cast<const char*>(pinned_out_) + p.offset,
-                p.host.bytes());
-  }
+absl::Status CudaBackend::Launched() {
+  DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_end_[half_], ctx_->stream()));
+  launched_.push_back({half_, std::move(pending_)});
   pending_.clear();
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::WaitStep() {
+  if (launched_.empty()) return absl::OkStatus();
+  const LaunchedStep step = std::move(launched_.front());
+  launched_.pop_front();
+  DS_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(step_end_[step.half]));
+  float ms = 0.0f;
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaEventElapsedTime(&ms, step_start_[step.half], step_end_[step.half]));
+  last_step_ms_ = ms;
+  for (const PendingCopy& p : step.pending) {
+    std::memcpy(p.host.raw_data(), PinnedOut(step.half) + p.offset,
+                p.host.bytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::WaitAllSteps() {
+  while (!launched_.empty()) {
+    if (absl::Status s = WaitStep(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
+  absl::StatusOr<StepOutcome> outcome = EndStepAsync();
+  if (!outcome.ok()) return outcome;
+  if (absl::Status s = WaitAllSteps(); !s.ok()) return s;
+  return outcome;
+}
+
+absl::StatusOr<StepOutcome> CudaBackend::EndStepAsync() {
   // A capture must end with every forked stream joined; eager steps
   // synchronise the main stream only.
   JoinAllSideWork();
@@ -313,7 +353,7 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
       RecordHostTimes(now, now);
       ++stats_.eager_steps;
       if (step_rows_ == 1) decode_warm_ = true;
-      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      if (absl::Status s = Launched(); !s.ok()) return s;
       return StepOutcome::kDone;
     }
     case Mode::kCapture: {
@@ -334,12 +374,17 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
       if (options_.stage_once) {
         if (absl::Status s = StageAtGraphStart(graph_); !s.ok()) return s;
       }
+      absl::StatusOr<std::vector<HostCopyNode>> copies =
+          FindHostCopyNodes(graph_);
+      if (!copies.ok()) return copies.status();
+      host_copy_nodes_ = *std::move(copies);
+      graph_half_ = half_;
       DS_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&graph_exec_, graph_, 0));
       const auto launch = std::chrono::steady_clock::now();
       DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
       RecordHostTimes(launch, std::chrono::steady_clock::now());
       ++stats_.captures;
-      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      if (absl::Status s = Launched(); !s.ok()) return s;
       return StepOutcome::kDone;
     }
     case Mode::kReplay:
@@ -352,11 +397,12 @@ absl::StatusOr<StepOutcome> CudaBackend::EndStep() {
       }
       {
         const auto launch = std::chrono::steady_clock::now();
+        if (absl::Status s = PointGraphAtHalf(); !s.ok()) return s;
         DS_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec_, ctx_->stream()));
         RecordHostTimes(launch, std::chrono::steady_clock::now());
       }
       ++stats_.replays;
-      if (absl::Status s = FinishCopies(); !s.ok()) return s;
+      if (absl::Status s = Launched(); !s.ok()) return s;
       return StepOutcome::kDone;
   }
   return StepOutcome::kDone;
@@ -367,6 +413,26 @@ void CudaBackend::RecordHostTimes(std::chrono::steady_clock::time_point launch,
   using Ms = std::chrono::duration<double, std::milli>;
   last_host_pass_ms_ = Ms(launch - step_host_start_).count();
   last_launch_ms_ = Ms(done - launch).count();
+}
+
+int32_t* CudaBackend::PinnedIndices(int half) const {
+  return pinned_indices_ + half * kIndexArenaInts;
+}
+
+absl::Status CudaBackend::PointGraphAtHalf() {
+  if (graph_half_ == half_) return absl::OkStatus();
+  const HostMove moves[] = {
+      {PinnedIndices(graph_half_), PinnedIndices(half_),
+       kIndexArenaInts * sizeof(int32_t)},
+      {PinnedOut(graph_half_), PinnedOut(half_), pinned_out_bytes_},
+  };
+  if (absl::Status s = RetargetHostCopies(
+          graph_exec_, absl::MakeSpan(host_copy_nodes_), moves);
+      !s.ok()) {
+    return s;
+  }
+  graph_half_ = half_;
+  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::StageAtGraphStart(cudaGraph_t graph) {
@@ -381,7 +447,7 @@ absl::Status CudaBackend::StageAtGraphStart(cudaGraph_t graph) {
   // kernel, not a copy-engine node (host_copies.h).
   cudaGraphNode_t copy = nullptr;
   if (absl::Status s = AddHostToDeviceCopyNode(
-          graph, pinned_indices_, device_indices_.raw_data(),
+          graph, PinnedIndices(half_), device_indices_.raw_data(),
           static_cast<size_t>(arena_used_) * sizeof(int32_t), &copy);
       !s.ok()) {
     return s;
@@ -416,7 +482,7 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
   const size_t n = values.size();
   for (const Staged& s : staged_) {
     if (s.host == values.data() && s.count == n &&
-        std::memcmp(pinned_indices_ + s.offset, values.data(),
+        std::memcmp(PinnedIndices(half_) + s.offset, values.data(),
                     n * sizeof(int32_t)) == 0) {
       *signature = Mix(Mix(*signature, s.offset), n);
       return device_base + s.offset;
@@ -437,14 +503,15 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
   }
   const int64_t offset = arena_used_;
   arena_used_ += need;
-  std::memcpy(pinned_indices_ + offset, values.data(), n * sizeof(int32_t));
+  int32_t* pinned = PinnedIndices(half_);
+  std::memcpy(pinned + offset, values.data(), n * sizeof(int32_t));
   // A captured step copies the whole arena once, at its start
   // (StageAtGraphStart): a host-to-device copy inside the graph stalls the
   // kernels after it and breaks their programmatic launch chain.
   const bool copy_at_start = mode_ == Mode::kCapture && options_.stage_once;
   if (mode_ != Mode::kReplay && !copy_at_start && n > 0) {
     Check(CudaErrorToStatus(
-              cudaMemcpyAsync(device_base + offset, pinned_indices_ + offset,
+              cudaMemcpyAsync(device_base + offset, pinned + offset,
                               n * sizeof(int32_t), cudaMemcpyHostToDevice,
                               ctx_->stream()),
               "staging indices"),
@@ -485,6 +552,30 @@ void CudaBackend::Embed(const Tensor& table, absl::Span<const int32_t> ids,
   const int32_t* d_ids = StageIndices(ids, &sig);
   if (!Op(sig)) return;
   Check(EmbedRows(*active_, table, d_ids, out), "Embed");
+}
+
+void CudaBackend::EmbedIds(const Tensor& table, const Tensor& ids,
+                           Tensor* out) {
+  if (ids.device() == Device::kCpu) {
+    Backend::EmbedIds(table, ids, out);
+    return;
+  }
+  DS_CHECK(ids.dtype() == DType::kI32 && ids.numel() == out->dim(0));
+  const uint64_t sig =
+      MixTensor(MixTensor(MixTensor(kOpEmbedIds, table), ids), *out);
+  if (!Op(sig)) return;
+  Check(EmbedRows(*active_, table, ids.data<int32_t>(), out), "EmbedIds");
+}
+
+void CudaBackend::Argmax(const Tensor& logits, Tensor* ids) {
+  if (logits.device() == Device::kCpu) {
+    Backend::Argmax(logits, ids);
+    return;
+  }
+  DS_CHECK(ids->dtype() == DType::kI32 && ids->numel() == logits.dim(0));
+  const uint64_t sig = MixTensor(MixTensor(kOpArgmax, logits), *ids);
+  if (!Op(sig)) return;
+  Check(ArgmaxRows(*active_, logits, ids->data<int32_t>()), "Argmax");
 }
 
 void CudaBackend::CheckNotTransposedInPlace(const Tensor& w,
@@ -1048,42 +1139,34 @@ void CudaBackend::MaskUnits(const UnitSelection& keep, int64_t unit_width,
 
 Tensor CudaBackend::ToHost(const Tensor& x) {
   if (x.device() == Device::kCpu) return x;
-  if (!in_step_ || x.dtype() != DType::kF32) {
+  // f32 and i32 keep their dtype; f16/bf16 come back as f32 (copied now).
+  const bool kept_dtype = x.dtype() == DType::kF32 || x.dtype() == DType::kI32;
+  if (!in_step_ || !kept_dtype) {
     if (mode_ != Mode::kEager) {
       mismatch_ = true;
       return Tensor::Zeros(DType::kF32, x.shape());
     }
     absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);
     Check(host.status(), "ToHost");
-    return host->dtype() == DType::kF32 ? *host : host->ConvertTo(DType::kF32);
+    return kept_dtype ? *host : host->ConvertTo(DType::kF32);
   }
   const size_t bytes = x.bytes();
   const size_t offset = (pinned_out_used_ + 255) / 256 * 256;
   if (offset + bytes > pinned_out_bytes_) {
-    if (mode_ != Mode::kEager || !pending_.empty()) {
-      // Growing would move a buffer a pending copy or the graph refers to.
-      if (mode_ != Mode::kEager) {
-        mismatch_ = true;
-        return Tensor::Zeros(DType::kF32, x.shape());
-      }
-      Check(FinishCopies(), "ToHost");
+    if (mode_ != Mode::kEager) {
+      // Growing would move the buffer the graph writes to.
+      mismatch_ = true;
+      return Tensor::Zeros(x.dtype(), x.shape());
     }
-    Check(ctx_->Synchronize(), "ToHost");
-    if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
-    pinned_out_ = nullptr;
-    pinned_out_bytes_ = std::max<size_t>(bytes * 2, size_t{1} << 20);
-    Check(CudaErrorToStatus(cudaHostAlloc(&pinned_out_, pinned_out_bytes_,
-                                          cudaHostAllocDefault),
-                            "pinned logits buffer"),
-          "ToHost");
+    GrowPinnedOut(bytes);
     return ToHost(x);
   }
   pinned_out_used_ = offset + bytes;
-  Tensor host = Tensor::Zeros(DType::kF32, x.shape());
+  Tensor host = Tensor::Zeros(x.dtype(), x.shape());
   pending_.push_back({host, static_cast<int64_t>(offset)});
   uint64_t sig = Mix(MixTensor(kOpToHost, x), offset);
   if (Op(sig)) {
-    char* dst = static_cast<char*>(pinned_out_) + offset;
+    char* dst = PinnedOut(half_) + offset;
     if (mode_ == Mode::kCapture && options_.stage_once && bytes % 4 == 0) {
       // The graph keeps kernel nodes only (host_copies.h).
       Check(CopyDeviceToHostByKernel(*ctx_, x.raw_data(), dst, bytes),
@@ -1097,6 +1180,27 @@ Tensor CudaBackend::ToHost(const Tensor& x) {
     }
   }
   return host;
+}
+
+void CudaBackend::GrowPinnedOut(size_t bytes) {
+  // Steps still running and this step's earlier downloads write the old
+  // buffer: let them finish and deliver their values first.
+  Check(WaitAllSteps(), "ToHost");
+  Check(ctx_->Synchronize(), "ToHost");
+  for (const PendingCopy& p : pending_) {
+    std::memcpy(p.host.raw_data(), PinnedOut(half_) + p.offset, p.host.bytes());
+  }
+  pending_.clear();
+  pinned_out_used_ = 0;
+  // A captured graph downloads into the old buffer.
+  DropGraph();
+  if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
+  pinned_out_ = nullptr;
+  pinned_out_bytes_ = std::max<size_t>(bytes * 2, size_t{1} << 20);
+  Check(CudaErrorToStatus(cudaHostAlloc(&pinned_out_, 2 * pinned_out_bytes_,
+                                        cudaHostAllocDefault),
+                          "pinned logits buffer"),
+        "ToHost");
 }
 
 absl::StatusOr<double> CudaBackend::MeasureCopyBandwidth(int64_t bytes) {
@@ -1138,6 +1242,16 @@ absl::StatusOr<double> CudaBackend::MeasureCopyBandwidth(int64_t bytes) {
 void CudaBackend::StageIds(absl::Span<const int32_t> host, Tensor* ids) {
   DS_CHECK(ids->dtype() == DType::kI32 &&
            ids->numel() == static_cast<int64_t>(host.size()));
+  if (!in_step_) {
+    // From pageable memory the copy has taken the values when it returns;
+    // it runs after every step already launched.
+    Check(CudaErrorToStatus(
+              cudaMemcpyAsync(ids->raw_data(), host.data(), host.size() * 4,
+                              cudaMemcpyHostToDevice, ctx_->stream()),
+              "ids upload"),
+          "StageIds");
+    return;
+  }
   uint64_t sig = MixTensor(kOpStageIds, *ids);
   const int32_t* staged = StageIndices(host, &sig);
   if (!Op(sig)) return;

@@ -17,11 +17,18 @@
 // differs (another session's KV cache, a method that masks units) the step is
 // reported as StepOutcome::kRerun, Session runs it again eagerly, and the
 // graph is captured anew.
+//
+// Pipelined steps (EndStepAsync, Session::DecodeGreedy): the pinned index and
+// download buffers have two halves; a step uses the half the step still
+// running does not, and a replay first points the graph's host copy kernels
+// at its half (host_copies.h), so the host prepares and launches step t + 1
+// while the device runs step t.
 #ifndef DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
 #define DYNSPARSE_KERNELS_CUDA_CUDA_BACKEND_H_
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
@@ -36,6 +43,7 @@
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_pool.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/host_copies.h"
 
 namespace dynsparse::cuda {
 
@@ -66,6 +74,10 @@ class CudaBackend : public Backend {
   Tensor Allocate(DType dtype, Shape shape) override;
   void BeginStep(int64_t rows) override;
   absl::StatusOr<StepOutcome> EndStep() override;
+  absl::StatusOr<StepOutcome> EndStepAsync() override;
+  absl::Status WaitStep() override;
+  // Pipelining needs the staged indices inside the graph (stage_once).
+  bool PipelinesSteps() const override { return options_.stage_once; }
   void Embed(const Tensor& table, absl::Span<const int32_t> ids,
              Tensor* out) override;
   void Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
@@ -125,6 +137,8 @@ class CudaBackend : public Backend {
   void MaskUnits(const UnitSelection& keep, int64_t unit_width,
                  Tensor* x) override;
   Tensor ToHost(const Tensor& x) override;
+  void Argmax(const Tensor& logits, Tensor* ids) override;
+  void EmbedIds(const Tensor& table, const Tensor& ids, Tensor* out) override;
   // Token-axis ops (cuda_backend_tokens.cc); eager only.
   void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                 absl::Span<const int32_t> dst_rows, Tensor* dst) override;
@@ -196,6 +210,17 @@ class CudaBackend : public Backend {
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
+  // A step's work is queued: its end event and downloads wait in launched_.
+  absl::Status Launched();
+  absl::Status WaitAllSteps();
+  // Points the graph's host copies at this step's half of the buffers.
+  absl::Status PointGraphAtHalf();
+  // Room for a `bytes` download (eager steps only; drops the graph).
+  void GrowPinnedOut(size_t bytes);
+  int32_t* PinnedIndices(int half) const;
+  char* PinnedOut(int half) const {
+    return static_cast<char*>(pinned_out_) + half * pinned_out_bytes_;
+  }
   // The GemvNorm for `norm` of x over weight w (bias b): true when the norm
   // can run inside the one-row GEMV over w; then *gemv_bias is the bias to pass
   // (LayerNorm: its folded w beta + b). False: run the unfused default.
@@ -215,7 +240,11 @@ class CudaBackend : public Backend {
   };
   struct PendingCopy {
     Tensor host;
-    int64_t offset = 0;  // Bytes into the pinned output buffer.
+    int64_t offset = 0;  // Bytes into the step's half of pinned_out_.
+  };
+  struct LaunchedStep {
+    int half = 0;
+    std::vector<PendingCopy> pending;
   };
 
   CudaBackend(std::unique_ptr<DeviceContext> ctx,
@@ -233,7 +262,6 @@ class CudaBackend : public Backend {
   // Aborts with the status: a failed kernel launch is a programmer error or
   // a device fault, neither of which Session can recover from.
   void Check(const absl::Status& status, const char* op);
-  absl::Status FinishCopies();
   // Token ops: true in eager mode; otherwise marks the step for an eager
   // rerun and stops graph capture (token steps are data dependent).
   bool EagerOnly();
@@ -264,13 +292,13 @@ class CudaBackend : public Backend {
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
 
-  // Index staging.
+  // Index staging: two halves of pinned ints, one device arena.
   int32_t* pinned_indices_ = nullptr;
   Tensor device_indices_;  // i32 [kIndexArenaInts]
   int64_t arena_used_ = 0;
   std::vector<Staged> staged_;
 
-  // Logits staging for ToHost inside a step.
+  // Downloads (ToHost inside a step): two halves of pinned_out_bytes_.
   void* pinned_out_ = nullptr;
   size_t pinned_out_bytes_ = 0;
   size_t pinned_out_used_ = 0;
@@ -306,9 +334,15 @@ class CudaBackend : public Backend {
   void* graph_side_workspace_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<HostCopyNode> host_copy_nodes_;
+  int graph_half_ = 0;  // The half graph_exec_'s host copies point at.
   CudaGraphStats stats_;
-  cudaEvent_t step_start_ = nullptr;
-  cudaEvent_t step_end_ = nullptr;
+  // Pipelining: this step's half, the steps launched and not yet waited for
+  // (oldest first), and each half's step events.
+  int half_ = 0;
+  std::deque<LaunchedStep> launched_;
+  cudaEvent_t step_start_[2] = {nullptr, nullptr};
+  cudaEvent_t step_end_[2] = {nullptr, nullptr};
   double last_step_ms_ = -1.0;
   // Host clock of the step (BeginStep) and of its graph launch (EndStep).
   std::chrono::steady_clock::time_point step_host_start_;

@@ -80,4 +80,59 @@ absl::Status CopyDeviceToHostByKernel(DeviceContext& ctx, const void* device,
   return LastLaunchStatus("CopyWordsKernel");
 }
 
+absl::StatusOr<std::vector<HostCopyNode>> FindHostCopyNodes(cudaGraph_t graph) {
+  size_t count = 0;
+  DS_CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  DS_CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(graph, nodes.data(), &count));
+  std::vector<HostCopyNode> found;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    DS_CUDA_RETURN_IF_ERROR(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams params = {};
+    DS_CUDA_RETURN_IF_ERROR(cudaGraphKernelNodeGetParams(node, &params));
+    if (params.func != reinterpret_cast<void*>(&CopyWordsKernel)) continue;
+    // kernelParams points at each argument's value.
+    found.push_back({node,
+                     *static_cast<const uint32_t**>(params.kernelParams[0]),
+                     *static_cast<uint32_t**>(params.kernelParams[1]),
+                     *static_cast<int64_t*>(params.kernelParams[2])});
+  }
+  return found;
+}
+
+absl::Status RetargetHostCopies(cudaGraphExec_t exec,
+                                absl::Span<HostCopyNode> nodes,
+                                absl::Span<const HostMove> moves) {
+  // Where `p` goes under the moves (the device's view of pinned memory is
+  // its host address under unified addressing, which CUDA 12+ requires).
+  auto moved = [&](const void* p) -> const void* {
+    const char* c = static_cast<const char*>(p);
+    for (const HostMove& m : moves) {
+      const char* from = static_cast<const char*>(m.from);
+      if (c >= from && c < from + m.bytes) {
+        return static_cast<const char*>(m.to) + (c - from);
+      }
+    }
+    return p;
+  };
+  for (HostCopyNode& n : nodes) {
+    const uint32_t* src = static_cast<const uint32_t*>(moved(n.src));
+    uint32_t* dst = static_cast<uint32_t*>(const_cast<void*>(moved(n.dst)));
+    if (src == n.src && dst == n.dst) continue;
+    void* args[] = {&src, &dst, &n.words};
+    cudaKernelNodeParams params = {};
+    params.func = reinterpret_cast<void*>(&CopyWordsKernel);
+    params.gridDim = CopyGrid(n.words);
+    params.blockDim = dim3(kCopyThreads);
+    params.kernelParams = args;
+    DS_CUDA_RETURN_IF_ERROR(
+        cudaGraphExecKernelNodeSetParams(exec, n.node, &params));
+    n.src = src;
+    n.dst = dst;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dynsparse::cuda

@@ -14,8 +14,12 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "kernels/cuda/device_context.h"
 
 namespace dynsparse::cuda {
@@ -32,6 +36,32 @@ absl::Status AddHostToDeviceCopyNode(cudaGraph_t graph, const void* host,
 // stream has synchronised.
 absl::Status CopyDeviceToHostByKernel(DeviceContext& ctx, const void* device,
                                       void* host, size_t bytes);
+
+// The copy kernels of a captured graph that read or write pinned host
+// memory, found once after capture so that each launch can point them at
+// the half of a double-buffered host area its step uses (CudaBackend runs
+// one step while the host prepares the next, in the other half).
+struct HostCopyNode {
+  cudaGraphNode_t node = nullptr;
+  const uint32_t* src = nullptr;
+  uint32_t* dst = nullptr;
+  int64_t words = 0;
+};
+absl::StatusOr<std::vector<HostCopyNode>> FindHostCopyNodes(cudaGraph_t graph);
+
+// A host area the copies may move between: [from, from + bytes) -> the same
+// offsets in `to`.
+struct HostMove {
+  const void* from = nullptr;
+  const void* to = nullptr;
+  size_t bytes = 0;
+};
+// Points, for the next launches of `exec` (launches already made keep their
+// pointers), each node's src or dst that lies in a move's `from` area at the
+// same offset in its `to` area. Nodes touching none stay as they are.
+absl::Status RetargetHostCopies(cudaGraphExec_t exec,
+                                absl::Span<HostCopyNode> nodes,
+                                absl::Span<const HostMove> moves);
 
 }  // namespace dynsparse::cuda
 
