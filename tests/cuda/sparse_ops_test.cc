@@ -307,7 +307,7 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 // elements a step) and its remainder, 64 only the latter; automatic rows a
 // warp is 2. On tensor cores (f16, hidden 1280) each warp's quarter of
 // hidden is two 64-element blocks and a remainder block, and kv head 1's
-// 17 tokens at position 23 take three passes of up to 8.
+// 17 tokens at position 23 take a pass of 16 and one of 1.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
   for (const auto& [rope, hidden, rows_per_warp, mma] :
        {std::tuple{false, 64, 0, true}, std::tuple{true, 64, 4, true},
