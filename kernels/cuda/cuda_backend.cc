@@ -1397,6 +1397,7 @@ void CudaBackend::LazyKv(const LazyKvArgs& args) {
   d.v_cache = args.v_cache->data<float>();
   d.rows_per_warp = static_cast<int>(options_.sparse_rows_per_warp);
   d.tensor_cores = options_.lazy_kv_tensor_cores;
+  d.mma_blocks_per_sm = static_cast<int>(options_.lazy_kv_mma_blocks_per_sm);
   Check(LazyKvDevice(*active_, d), "LazyKv");
 }
 

@@ -83,6 +83,10 @@ struct CudaBackendOptions {
   // head's owed tokens ride along with its new one). DYNSPARSE_CUDA_LAZY_MMA=0
   // keeps it on CUDA cores (A/B timing).
   bool lazy_kv_tensor_cores = true;
+  // Blocks per SM the tensor-core lazy K/V kernel is built for: 3, or 2
+  // (128 registers: a head owing 9-16 tokens keeps two k blocks of loads in
+  // flight). DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2|3 (A/B timing).
+  int64_t lazy_kv_mma_blocks_per_sm = 3;
   // A captured decode step holds kernel nodes only (host_copies.h): its
   // staged indices (token ids, positions, the lazy K/V step) reach the GPU
   // through one copy kernel before its first kernel, and its logits leave

@@ -299,8 +299,9 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
                    IsAligned(d.ring_x, 16);
   const bool tensor_cores = d.tensor_cores && d.wk->dtype() == DType::kF16 &&
                             vec && LazyKvMmaTakes(d.head_dim, d.hidden);
-  absl::Status status = tensor_cores ? LaunchLazyKvMma(ctx, a)
-                                     : LaunchLazyKvCudaCores(ctx, a, d, vec);
+  absl::Status status = tensor_cores
+                            ? LaunchLazyKvMma(ctx, a, d.mma_blocks_per_sm)
+                            : LaunchLazyKvCudaCores(ctx, a, d, vec);
   if (!status.ok()) return status;
   LaunchKernel(ctx.programmatic_launch(), LazyKvCommitKernel,
                dim3(static_cast<unsigned>(d.num_kv_heads)), dim3(128), 0,

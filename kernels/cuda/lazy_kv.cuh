@@ -90,7 +90,8 @@ constexpr int64_t LazyKvMmaHiddenMultiple() { return 256; }
 constexpr bool LazyKvMmaTakes(int64_t head_dim, int64_t hidden) {
   return head_dim % 16 == 0 && hidden % LazyKvMmaHiddenMultiple() == 0;
 }
-absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a);
+absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a,
+                             int blocks_per_sm);
 
 }  // namespace dynsparse::cuda
 

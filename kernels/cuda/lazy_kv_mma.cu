@@ -17,6 +17,7 @@
 // range.
 #include <cuda_fp16.h>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
@@ -95,7 +96,7 @@ struct TileSpot {
 // Up to 8 * NT owed tokens from list position p0 in one pass over the
 // weights: each group of 8 is one MMA column tile, and the splits' partial
 // sums meet in shared memory in split order.
-template <int NT>
+template <int NT, int kUnroll>
 __device__ __forceinline__ void LazyPass(
     const LazyArgs& a, const TileSpot& t, int p0, int np, const int* slot_list,
     const int* pos_list,
@@ -113,8 +114,6 @@ __device__ __forceinline__ void LazyPass(
   const __half* w0 = t.w0;
   const __half* w8 = w0 + 8 * a.hidden;
   float acc[NT][4] = {};
-  // Fewer loads in flight with more groups: registers.
-  constexpr int kUnroll = NT == 1 ? 2 : 1;
   const int64_t whole = t.part - t.part % (64 * kUnroll);
   int64_t k = 0;
   for (; k < whole; k += 64 * kUnroll) {
@@ -173,9 +172,13 @@ __device__ __forceinline__ void LazyPass(
 
 // Block: kTiles tiles of 16 rows of one kv head's [K; V] rows, each tile
 // summed by kSplits warps over quarters of hidden. A head's owed tokens
-// take one pass over its weights (two for kMaxRing + 1).
-__global__ void __launch_bounds__(kWarps * 32, 3)
+// take one pass over its weights (two for kMaxRing + 1). Two 64-element k
+// blocks of loads go together, but with 3 blocks an SM (80 registers) a
+// pass of two token groups takes one at a time.
+template <int kBlocksPerSm>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
     LazyKvMmaKernel(const LazyArgs a) {
+  constexpr int kWideUnroll = kBlocksPerSm >= 3 ? 1 : 2;
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
   __shared__ float partial[kSplits - 1][kMaxGroups][kTiles][32][4];
@@ -203,24 +206,32 @@ __global__ void __launch_bounds__(kWarps * 32, 3)
          (t.row0 + t.gq) * a.hidden + t.k_begin + t.tq * 16;
   // n is the same for the whole block: the branch is uniform.
   if (n <= 8) {
-    LazyPass<1>(a, t, 0, n, slot_list, pos_list, partial);
+    LazyPass<1, 2>(a, t, 0, n, slot_list, pos_list, partial);
   } else {
-    LazyPass<2>(a, t, 0, min(n, 16), slot_list, pos_list, partial);
-    if (n > 16) LazyPass<1>(a, t, 16, n - 16, slot_list, pos_list, partial);
+    LazyPass<2, kWideUnroll>(a, t, 0, min(n, 16), slot_list, pos_list, partial);
+    if (n > 16) {
+      LazyPass<1, 2>(a, t, 16, n - 16, slot_list, pos_list, partial);
+    }
   }
 }
 
 }  // namespace
 
-absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a) {
+absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a,
+                             int blocks_per_sm) {
   if (!LazyKvMmaTakes(a.head_dim, a.hidden)) {
     return absl::InvalidArgumentError(
         "LazyKvMma: head_dim must be a multiple of 16 and hidden of 256");
   }
   const dim3 grid(static_cast<unsigned>(a.kv_heads),
                   static_cast<unsigned>(2 * a.head_dim / (16 * kTiles)));
-  LaunchKernel(ctx.programmatic_launch(), LazyKvMmaKernel, grid,
-               dim3(kWarps * 32), 0, ctx.stream(), a);
+  if (blocks_per_sm != 2 && blocks_per_sm != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LazyKvMma: built for 2 or 3 blocks an SM, not ", blocks_per_sm));
+  }
+  LaunchKernel(ctx.programmatic_launch(),
+               blocks_per_sm == 2 ? LazyKvMmaKernel<2> : LazyKvMmaKernel<3>,
+               grid, dim3(kWarps * 32), 0, ctx.stream(), a);
   return LastLaunchStatus("LazyKvMmaKernel");
 }
 

@@ -82,6 +82,9 @@ struct DeviceLazyKvArgs {
   // W_K / W_V: 2 or 4 (0: 2, lazy_kv.cu says why).
   bool tensor_cores = true;
   int rows_per_warp = 0;
+  // Tensor cores: blocks an SM holds (3, or 2 with more loads in flight
+  // when a head owes 9-16 tokens; lazy_kv_mma.cu).
+  int mma_blocks_per_sm = 3;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one
 // kernel), then RoPE of those K rows and the ring bookkeeping (a second).

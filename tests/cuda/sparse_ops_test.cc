@@ -50,10 +50,12 @@ class SparseOpsTest : public ::testing::Test {
   // A fresh backend whose lazy K/V and head-column kernels compute
   // rows_per_warp rows a warp (0: their automatic choice), with f16 lazy K/V
   // on tensor cores or not.
-  void UseSparseKernels(int64_t rows_per_warp, bool lazy_mma = true) {
+  void UseSparseKernels(int64_t rows_per_warp, bool lazy_mma = true,
+                        int64_t mma_blocks = 3) {
     CudaBackendOptions options;
     options.sparse_rows_per_warp = rows_per_warp;
     options.lazy_kv_tensor_cores = lazy_mma;
+    options.lazy_kv_mma_blocks_per_sm = mma_blocks;
     auto b = CudaBackend::Create(options);
     ASSERT_TRUE(b.ok()) << b.status();
     gpu_ = std::move(*b);
@@ -309,13 +311,17 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 // hidden is two 64-element blocks and a remainder block, and kv head 1's
 // 17 tokens at position 23 take a pass of 16 and one of 1.
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
-  for (const auto& [rope, hidden, rows_per_warp, mma] :
-       {std::tuple{false, 64, 0, true}, std::tuple{true, 64, 4, true},
-        std::tuple{false, 1280, 4, false}, std::tuple{true, 1280, 0, false},
-        std::tuple{true, 1280, 0, true}, std::tuple{false, 1280, 0, true}}) {
+  // mma_blocks: the tensor-core kernel's occupancy build (2 or 3 an SM).
+  for (const auto& [rope, hidden, rows_per_warp, mma, mma_blocks] :
+       {std::tuple{false, 64, 0, true, 3}, std::tuple{true, 64, 4, true, 3},
+        std::tuple{false, 1280, 4, false, 3},
+        std::tuple{true, 1280, 0, false, 3}, std::tuple{true, 1280, 0, true, 3},
+        std::tuple{false, 1280, 0, true, 3},
+        std::tuple{true, 1280, 0, true, 2}}) {
     SCOPED_TRACE(absl::StrCat("rope ", rope, " hidden ", hidden,
-                              " rows a warp ", rows_per_warp, " mma ", mma));
-    UseSparseKernels(rows_per_warp, mma);
+                              " rows a warp ", rows_per_warp, " mma ", mma,
+                              " blocks ", mma_blocks));
+    UseSparseKernels(rows_per_warp, mma, mma_blocks);
     const int64_t heads = hidden / 16, kv = 2, hd = 16, slots = 16;
     ModelConfig c = LlamaConfigFromShape({.vocab_size = 8,
                                           .hidden_size = hidden,

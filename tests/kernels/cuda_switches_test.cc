@@ -57,10 +57,12 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
                      "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
                      "DYNSPARSE_CUDA_DECODE_CHUNK=16",
                      "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-                     "DYNSPARSE_CUDA_SPARSE_ROWS=4"},
+                     "DYNSPARSE_CUDA_SPARSE_ROWS=4",
+                     "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2"},
                     &o)
                   .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
+  EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
   EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
@@ -101,6 +103,7 @@ TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
       {"DYNSPARSE_CUDA_PDL=", "0 or 1"},
       {"DYNSPARSE_CUDA_DECODE_CHUNK=48", "one of 16|32|64"},
       {"DYNSPARSE_CUDA_SPARSE_ROWS=1", "one of 0|2|4"},
+      {"DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=4", "one of 2|3"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
