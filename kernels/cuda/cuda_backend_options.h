@@ -85,8 +85,9 @@ struct CudaBackendOptions {
   bool lazy_kv_tensor_cores = true;
   // Blocks per SM the tensor-core lazy K/V kernel is built for: 3, or 2
   // (128 registers: a head owing 9-16 tokens keeps two k blocks of loads in
-  // flight). DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2|3 (A/B timing).
-  int64_t lazy_kv_mma_blocks_per_sm = 3;
+  // flight); 0 picks 2 when the kept heads' blocks fit at 2 an SM.
+  // DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=0|2|3 (A/B timing).
+  int64_t lazy_kv_mma_blocks_per_sm = 0;
   // A captured decode step holds kernel nodes only (host_copies.h): its
   // staged indices (token ids, positions, the lazy K/V step) reach the GPU
   // through one copy kernel before its first kernel, and its logits leave

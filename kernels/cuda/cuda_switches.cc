@@ -56,7 +56,7 @@ constexpr Number kNumbers[] = {
     // The lazy K/V kernel has 2- and 4-row variants (0: automatic).
     {"SPARSE_ROWS", &Options::sparse_rows_per_warp, 0, "0|2|4"},
     // The tensor-core lazy K/V kernel's two occupancy builds.
-    {"LAZY_MMA_BLOCKS", &Options::lazy_kv_mma_blocks_per_sm, 2, "2|3"},
+    {"LAZY_MMA_BLOCKS", &Options::lazy_kv_mma_blocks_per_sm, 0, "0|2|3"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -17,6 +17,8 @@
 // range.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/mma_f16.cuh"
@@ -225,6 +227,17 @@ absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a,
   }
   const dim3 grid(static_cast<unsigned>(a.kv_heads),
                   static_cast<unsigned>(2 * a.head_dim / (16 * kTiles)));
+  if (blocks_per_sm == 0) {
+    // The kept heads' blocks (the rest exit at once) all fit at 2 an SM:
+    // the 2-block build, whose passes of 16 tokens keep more loads in
+    // flight, was faster there (OPT-30B, Llama-2-7B); OPT-66B's 288 do not
+    // fit in 264 and lose a wave (results/bench/h200_run38).
+    const int64_t kept_kv_heads =
+        a.h == nullptr
+            ? a.kv_heads
+            : std::min<int64_t>(a.kv_heads, (a.k + a.group - 1) / a.group);
+    blocks_per_sm = kept_kv_heads * grid.y <= 2 * ctx.info().sm_count ? 2 : 3;
+  }
   if (blocks_per_sm != 2 && blocks_per_sm != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "LazyKvMma: built for 2 or 3 blocks an SM, not ", blocks_per_sm));

@@ -83,8 +83,8 @@ struct DeviceLazyKvArgs {
   bool tensor_cores = true;
   int rows_per_warp = 0;
   // Tensor cores: blocks an SM holds (3, or 2 with more loads in flight
-  // when a head owes 9-16 tokens; lazy_kv_mma.cu).
-  int mma_blocks_per_sm = 3;
+  // when a head owes 9-16 tokens; 0 picks; lazy_kv_mma.cu).
+  int mma_blocks_per_sm = 0;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one
 // kernel), then RoPE of those K rows and the ring bookkeeping (a second).

@@ -103,7 +103,7 @@ TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
       {"DYNSPARSE_CUDA_PDL=", "0 or 1"},
       {"DYNSPARSE_CUDA_DECODE_CHUNK=48", "one of 16|32|64"},
       {"DYNSPARSE_CUDA_SPARSE_ROWS=1", "one of 0|2|4"},
-      {"DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=4", "one of 2|3"},
+      {"DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=4", "one of 0|2|3"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
