@@ -315,14 +315,17 @@ int RowsPerBlock(bool shared_ids, int64_t rows) {
   return shared_ids && rows > 1 ? kTSharedRows : 1;
 }
 
-// Splits over the kept units so that the grid fills the SMs in about one
-// wave of 4 blocks per SM (32 registers a thread allow 4 x 512 threads).
+// Splits over the kept units so that the grid fills the SMs in one wave of
+// 4 blocks per SM (32 registers a thread allow 4 x 512 threads), and no more:
+// rounding the splits up left a few blocks for a second wave (OPT-66B's 9
+// column blocks x 59 splits = 531 > 528), whose time the step then waited
+// for.
 int SplitsFor(int sm_count, int64_t rows, int rows_per_block, int64_t k,
               int64_t out) {
   const int64_t col_blocks = CeilDiv(CeilDiv(out, 8), kTThreads);
   const int64_t row_blocks = CeilDiv(rows, rows_per_block);
   const int64_t target = 4 * static_cast<int64_t>(sm_count);
-  const int64_t splits = CeilDiv(target, col_blocks * row_blocks);
+  const int64_t splits = target / (col_blocks * row_blocks);
   return static_cast<int>(
       std::max<int64_t>(1, std::min(splits, std::max<int64_t>(1, k / 4))));
 }
