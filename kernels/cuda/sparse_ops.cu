@@ -28,9 +28,10 @@ __device__ __forceinline__ float MaybeAct(float v) {
 // ---- Gather GEMV (kept rows of W, optional gate) --------------------------
 
 constexpr int kGatherWarps = 4;  // Rows per block: small blocks balance SMs.
-// 8-wide chunks a warp loads ahead (4 x 256 divides the common hidden sizes:
-// 4096, 5120, 7168, 9216, 12288).
-constexpr int kGatherUnroll = 4;
+// 16-byte weight loads a lane keeps in flight: 8 chunks of 8 f16 weights
+// (a row of OPT-66B's W1 is 18 KB: 4.5 batches of a warp instead of 9 with
+// 4; results/bench/h200_run41), 4 each of up and gate rows.
+constexpr int kGatherLoads = 8;
 
 template <typename T, int A, bool kGated, bool kVec>
 __global__ void __launch_bounds__(kGatherWarps * 32)
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
   float acc = 0.f, accg = 0.f;
   if constexpr (kVec) {
     // Each lane adds its 8-wide chunks lane, lane + 32, ... in order; the
-    // weight loads of kGatherUnroll chunks go out before any is used.
+    // weight loads of a batch of chunks go out before any is used.
     const auto step = [&](const Raw8<T>& rw, const Raw8<T>* rg, int64_t at) {
       float wv[8], xv[8];
       Convert8(rw, wv);
@@ -67,29 +68,29 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
         if constexpr (kGated) accg = fmaf(gv[e], xv[e], accg);
       }
     };
-    const int64_t whole = in - in % (256 * kGatherUnroll);
-    int64_t i = lane * 8;
-    for (; i < whole; i += 256 * kGatherUnroll) {
-      Raw8<T> rw[kGatherUnroll], rg[kGated ? kGatherUnroll : 1];
+    // Every batch issues kU chunks' loads (16 bytes a lane each, 8 uint4 a
+    // lane in all), the last one masked past the row's end, so no row size
+    // leaves a tail of one-load batches.
+    constexpr int kU =
+        kGatherLoads / (kGated ? 2 : 1) / (sizeof(T) == 4 ? 2 : 1);
+    for (int64_t i = lane * 8; i < in; i += 256 * kU) {
+      Raw8<T> rw[kU], rg[kGated ? kU : 1];
 #pragma unroll
-      for (int u = 0; u < kGatherUnroll; ++u) {
-        LoadRaw8(wr + i + u * 256, rw[u]);
-        if constexpr (kGated) LoadRaw8(gr + i + u * 256, rg[u]);
+      for (int u = 0; u < kU; ++u) {
+        if (i + u * 256 < in) {
+          LoadRaw8(wr + i + u * 256, rw[u]);
+          if constexpr (kGated) LoadRaw8(gr + i + u * 256, rg[u]);
+        }
       }
 #pragma unroll
-      for (int u = 0; u < kGatherUnroll; ++u) {
+      for (int u = 0; u < kU; ++u) {
+        if (i + u * 256 >= in) break;
         if constexpr (kGated) {
           step(rw[u], &rg[u], i + u * 256);
         } else {
           step(rw[u], nullptr, i + u * 256);
         }
       }
-    }
-    for (; i < in; i += 256) {
-      Raw8<T> rw, rg;
-      LoadRaw8(wr + i, rw);
-      if constexpr (kGated) LoadRaw8(gr + i, rg);
-      step(rw, &rg, i);
     }
   } else {
     for (int64_t i = lane; i < in; i += 32) {
