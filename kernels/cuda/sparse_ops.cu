@@ -28,12 +28,13 @@ __device__ __forceinline__ float MaybeAct(float v) {
 // ---- Gather GEMV (kept rows of W, optional gate) --------------------------
 
 constexpr int kGatherWarps = 4;  // Rows per block: small blocks balance SMs.
-// 16-byte weight loads a lane keeps in flight: 8 chunks of 8 f16 weights
-// (a row of OPT-66B's W1 is 18 KB: 4.5 batches of a warp instead of 9 with
-// 4; results/bench/h200_run41), 4 each of up and gate rows.
-constexpr int kGatherLoads = 8;
+// 16-byte weight loads a lane keeps in flight (kLoads: split between up and
+// gate rows when gated): 8 for rows of up to kDeepGatherMaxIn weights, else
+// 4. With 8, DejaVu decode of OPT-13B/30B and Llama-2-7B went 2-3% faster
+// and OPT-66B's (9216-wide rows) 3% slower (results/bench/h200_run41).
+constexpr int64_t kDeepGatherMaxIn = 8192;
 
-template <typename T, int A, bool kGated, bool kVec>
+template <typename T, int A, bool kGated, bool kVec, int kLoads>
 __global__ void __launch_bounds__(kGatherWarps * 32)
     GatherGemvKernel(const float* __restrict__ x, int64_t in,
                      const T* __restrict__ w, const void* bias, FloatKind bk,
@@ -68,11 +69,10 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
         if constexpr (kGated) accg = fmaf(gv[e], xv[e], accg);
       }
     };
-    // Every batch issues kU chunks' loads (16 bytes a lane each, 8 uint4 a
-    // lane in all), the last one masked past the row's end, so no row size
-    // leaves a tail of one-load batches.
-    constexpr int kU =
-        kGatherLoads / (kGated ? 2 : 1) / (sizeof(T) == 4 ? 2 : 1);
+    // Every batch issues kU chunks' loads (kLoads uint4 a lane in all), the
+    // last one masked past the row's end, so no row size leaves a tail of
+    // one-load batches.
+    constexpr int kU = kLoads / (kGated ? 2 : 1) / (sizeof(T) == 4 ? 2 : 1);
     for (int64_t i = lane * 8; i < in; i += 256 * kU) {
       Raw8<T> rw[kU], rg[kGated ? kU : 1];
 #pragma unroll
@@ -120,8 +120,10 @@ absl::Status LaunchGather(DeviceContext& ctx, bool vec, const Tensor& x,
   const int64_t rows = x.dim(0), cols = k * uw;
   const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kGatherWarps)),
                   static_cast<unsigned>(rows));
-  auto kernel = vec ? GatherGemvKernel<T, A, kGated, true>
-                    : GatherGemvKernel<T, A, kGated, false>;
+  auto kernel = !vec ? GatherGemvKernel<T, A, kGated, false, 4>
+                : x.dim(1) <= kDeepGatherMaxIn
+                    ? GatherGemvKernel<T, A, kGated, true, 8>
+                    : GatherGemvKernel<T, A, kGated, true, 4>;
   const T* wg = kGated ? static_cast<const T*>(w_gate->raw_data()) : nullptr;
   const void* bg = kGated && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   const FloatKind gk = bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone;
