@@ -1,6 +1,7 @@
 // Session::DecodeGreedy: the tokens and the sequence it leaves equal a loop
-// of Forward calls with the host's greedy choice, a stop keeps exactly the
-// tokens fed before it, and bad arguments are errors. (tests/cuda covers
+// of Forward calls with the host's greedy choice (dense, sparse and token
+// pruning methods), a stop keeps exactly the tokens fed before it, and bad
+// arguments are errors. (tests/cuda covers
 // the pipelined CUDA backend, where steps run ahead of the host.)
 #include <algorithm>
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
+#include "methods/method_args.h"
+#include "methods/registry.h"
 #include "tests/core/small_models.h"
 
 namespace dynsparse {
@@ -21,24 +24,38 @@ namespace {
 
 using testing_models::RandomIds;
 
+enum class Kind {
+  kDense,
+  kSparse,  // DejaVu-style sparse execution with lazy K/V.
+  kTokens,  // LazyLLM: token pruning with Aux Cache revival.
+};
+
 struct Case {
   const char* name;
   ModelConfig config;
-  bool sparse;  // DejaVu-style sparse execution with lazy K/V.
+  Kind kind;
 };
 
 std::unique_ptr<Method> MakeMethod(const Case& c, Backend& backend) {
-  std::unique_ptr<Method> m;
-  if (c.sparse) {
-    auto made = LowRankPredictorMethod::Create(
-        {"mlp_keep=0.25", "head_keep=0.5", "predictors=random:8"});
-    EXPECT_TRUE(made.ok()) << made.status();
-    m = *std::move(made);
-  } else {
-    m = std::make_unique<DenseMethod>();
+  absl::StatusOr<std::unique_ptr<Method>> m;
+  switch (c.kind) {
+    case Kind::kDense:
+      m = std::make_unique<DenseMethod>();
+      break;
+    case Kind::kSparse:
+      m = LowRankPredictorMethod::Create(
+          {"mlp_keep=0.25", "head_keep=0.5", "predictors=random:8"});
+      break;
+    case Kind::kTokens: {
+      auto args = MethodArgs::Parse({"schedule=1:0.5"});
+      EXPECT_TRUE(args.ok()) << args.status();
+      m = CreateMethod("lazyllm", *args);
+      break;
+    }
   }
-  EXPECT_TRUE(m->Attach(c.config, backend).ok());
-  return m;
+  EXPECT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE((*m)->Attach(c.config, backend).ok());
+  return *std::move(m);
 }
 
 int32_t Greedy(const Tensor& logits) {
@@ -140,11 +157,14 @@ TEST_P(GreedyDecodeTest, StopKeepsTheTokensFedBeforeIt) {
 INSTANTIATE_TEST_SUITE_P(
     Models, GreedyDecodeTest,
     ::testing::Values(
-        Case{"llama", testing_models::SmallLlama(2, 64), false},
-        Case{"opt", testing_models::SmallOpt(true, 2, 64), false},
-        Case{"opt_post_norm", testing_models::SmallOpt(false, 2, 64), false},
-        Case{"llama_sparse", testing_models::SmallLlama(2, 64), true},
-        Case{"opt_sparse", testing_models::SmallOpt(true, 2, 64), true}),
+        Case{"llama", testing_models::SmallLlama(2, 64), Kind::kDense},
+        Case{"opt", testing_models::SmallOpt(true, 2, 64), Kind::kDense},
+        Case{"opt_post_norm", testing_models::SmallOpt(false, 2, 64),
+             Kind::kDense},
+        Case{"llama_sparse", testing_models::SmallLlama(2, 64), Kind::kSparse},
+        Case{"opt_sparse", testing_models::SmallOpt(true, 2, 64),
+             Kind::kSparse},
+        Case{"llama_tokens", testing_models::SmallLlama(2, 64), Kind::kTokens}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(GreedyDecodeErrorTest, RejectsBadArguments) {
