@@ -318,11 +318,15 @@ absl::Status CudaBackend::WaitStep() {
   DS_CUDA_RETURN_IF_ERROR(
       cudaEventElapsedTime(&ms, step_start_[step.half], step_end_[step.half]));
   last_step_ms_ = ms;
-  for (const PendingCopy& p : step.pending) {
-    std::memcpy(p.host.raw_data(), PinnedOut(step.half) + p.offset,
-                p.host.bytes());
-  }
+  Deliver(step.pending, step.half);
   return absl::OkStatus();
+}
+
+void CudaBackend::Deliver(const std::vector<PendingCopy>& pending,
+                          int half) const {
+  for (const PendingCopy& p : pending) {
+    std::memcpy(p.host.raw_data(), PinnedOut(half) + p.offset, p.host.bytes());
+  }
 }
 
 absl::Status CudaBackend::WaitAllSteps() {
@@ -1187,9 +1191,7 @@ void CudaBackend::GrowPinnedOut(size_t bytes) {
   // buffer: let them finish and deliver their values first.
   Check(WaitAllSteps(), "ToHost");
   Check(ctx_->Synchronize(), "ToHost");
-  for (const PendingCopy& p : pending_) {
-    std::memcpy(p.host.raw_data(), PinnedOut(half_) + p.offset, p.host.bytes());
-  }
+  Deliver(pending_, half_);
   pending_.clear();
   pinned_out_used_ = 0;
   // A captured graph downloads into the old buffer.

@@ -246,6 +246,9 @@ class CudaBackend : public Backend {
     int half = 0;
     std::vector<PendingCopy> pending;
   };
+  // Copies finished downloads from `half` of pinned_out_ into their host
+  // tensors.
+  void Deliver(const std::vector<PendingCopy>& pending, int half) const;
 
   CudaBackend(std::unique_ptr<DeviceContext> ctx,
               const CudaBackendOptions& options);

@@ -4,9 +4,9 @@
 // The second stream has a context of its own (cuBLAS handle, GEMV
 // workspace), forks from the main stream with an event and joins it at
 // WaitSideWork or WaitAllSideWork, inside a CUDA-graph capture too (the
-// graph gets the fork and the join as edges). Tensors allocated during side work, and the inputs of
-// the Linear and TopK ops it issues, are held until the join: the pool hands
-// freed blocks out again in main-stream order.
+// graph gets the fork and the join as edges). Tensors allocated during side
+// work, and the inputs of the Linear and TopK ops it issues, are held until
+// the join: the pool hands freed blocks out again in main-stream order.
 #include "kernels/cuda/cuda_backend.h"
 
 namespace dynsparse::cuda {

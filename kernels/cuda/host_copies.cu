@@ -41,6 +41,17 @@ absl::Status MappedHost(const void* host, void** device_view) {
   return absl::OkStatus();
 }
 
+// A graph node's launch of CopyWordsKernel; `args` holds the addresses of
+// its three arguments and must outlive the params' use.
+cudaKernelNodeParams CopyNodeParams(void* (&args)[3], int64_t words) {
+  cudaKernelNodeParams params = {};
+  params.func = reinterpret_cast<void*>(&CopyWordsKernel);
+  params.gridDim = CopyGrid(words);
+  params.blockDim = dim3(kCopyThreads);
+  params.kernelParams = args;
+  return params;
+}
+
 }  // namespace
 
 absl::Status AddHostToDeviceCopyNode(cudaGraph_t graph, const void* host,
@@ -55,11 +66,7 @@ absl::Status AddHostToDeviceCopyNode(cudaGraph_t graph, const void* host,
   uint32_t* dst_words = static_cast<uint32_t*>(device);
   int64_t words = static_cast<int64_t>(bytes / 4);
   void* args[] = {&src_words, &dst_words, &words};
-  cudaKernelNodeParams params = {};
-  params.func = reinterpret_cast<void*>(&CopyWordsKernel);
-  params.gridDim = CopyGrid(words);
-  params.blockDim = dim3(kCopyThreads);
-  params.kernelParams = args;
+  const cudaKernelNodeParams params = CopyNodeParams(args, words);
   DS_CUDA_RETURN_IF_ERROR(
       cudaGraphAddKernelNode(node, graph, nullptr, 0, &params));
   return absl::OkStatus();
@@ -122,11 +129,7 @@ absl::Status RetargetHostCopies(cudaGraphExec_t exec,
     uint32_t* dst = static_cast<uint32_t*>(const_cast<void*>(moved(n.dst)));
     if (src == n.src && dst == n.dst) continue;
     void* args[] = {&src, &dst, &n.words};
-    cudaKernelNodeParams params = {};
-    params.func = reinterpret_cast<void*>(&CopyWordsKernel);
-    params.gridDim = CopyGrid(n.words);
-    params.blockDim = dim3(kCopyThreads);
-    params.kernelParams = args;
+    const cudaKernelNodeParams params = CopyNodeParams(args, n.words);
     DS_CUDA_RETURN_IF_ERROR(
         cudaGraphExecKernelNodeSetParams(exec, n.node, &params));
     n.src = src;

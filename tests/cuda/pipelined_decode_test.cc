@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/sampler.h"
 #include "core/graph/session.h"
 #include "core/model_shapes.h"
 #include "core/random_weights.h"
@@ -63,14 +64,28 @@ class PipelinedDecodeTest : public ::testing::Test {
     return m;
   }
 
-  static int32_t HostArgmax(const Tensor& logits) {
-    const float* row =
-        logits.data<float>() + (logits.dim(0) - 1) * logits.dim(1);
-    int32_t best = 0;
-    for (int32_t i = 1; i < logits.dim(1); ++i) {
-      if (row[i] > row[best]) best = i;
+  // The host's greedy choice from the last logits row.
+  static int32_t Greedy(const Tensor& logits) {
+    const int64_t vocab = logits.dim(1);
+    return Sampler(SamplingOptions{})
+        .Next(absl::MakeConstSpan(
+            logits.data<float>() + (logits.dim(0) - 1) * vocab, vocab));
+  }
+
+  // The reference: `steps` Forward calls, each feeding the previous choice
+  // (`first` to begin with); returns the choices.
+  static std::vector<int32_t> ForwardLoop(Session& session, int32_t first,
+                                          int steps) {
+    std::vector<int32_t> out;
+    int32_t next = first;
+    for (int s = 0; s < steps; ++s) {
+      auto logits = session.Forward(absl::MakeConstSpan(&next, 1), 0);
+      EXPECT_TRUE(logits.ok()) << logits.status();
+      if (!logits.ok()) break;
+      next = Greedy(*logits);
+      out.push_back(next);
     }
-    return best;
+    return out;
   }
 
   std::unique_ptr<CudaBackend> gpu_;
@@ -93,7 +108,7 @@ TEST_F(PipelinedDecodeTest, TokensAndCacheEqualAForwardLoop) {
       // recaptures, so run them one after the other.
       auto first = pipe.Forward(prompt, 6);
       ASSERT_TRUE(first.ok()) << first.status();
-      const int32_t token0 = HostArgmax(*first);
+      const int32_t token0 = Greedy(*first);
       const int steps = 40;
       std::vector<int32_t> got;
       const int64_t replays = gpu_->graph_stats().replays;
@@ -108,15 +123,10 @@ TEST_F(PipelinedDecodeTest, TokensAndCacheEqualAForwardLoop) {
       EXPECT_EQ(pipe.length(), 7 + steps);
 
       ASSERT_TRUE(loop.Forward(prompt, 6).ok());
-      std::vector<int32_t> want;
-      int32_t next = token0;
-      for (int s = 0; s < steps; ++s) {
-        auto logits = loop.Forward(absl::MakeConstSpan(&next, 1), 0);
-        ASSERT_TRUE(logits.ok()) << logits.status();
-        next = HostArgmax(*logits);
-        want.push_back(next);
-      }
+      const std::vector<int32_t> want = ForwardLoop(loop, token0, steps);
+      ASSERT_EQ(want.size(), static_cast<size_t>(steps));
       EXPECT_EQ(got, want);
+      const int32_t next = want.back();
       // The cache each left: the same logits for the same next token.
       auto a = pipe.Forward(absl::MakeConstSpan(&next, 1), 0);
       auto b = loop.Forward(absl::MakeConstSpan(&next, 1), 0);
@@ -139,7 +149,7 @@ TEST_F(PipelinedDecodeTest, StopForgetsStepsRunPastIt) {
   const std::vector<int32_t> prompt = {9, 1, 44, 70};
   auto first = pipe.Forward(prompt, 3);
   ASSERT_TRUE(first.ok());
-  const int32_t token0 = HostArgmax(*first);
+  const int32_t token0 = Greedy(*first);
   std::vector<int32_t> got;
   ASSERT_TRUE(pipe.DecodeGreedy(token0, 30,
                                 [&](int32_t t) {
@@ -158,14 +168,7 @@ TEST_F(PipelinedDecodeTest, StopForgetsStepsRunPastIt) {
                                 })
                   .ok());
   ASSERT_TRUE(loop.Forward(prompt, 3).ok());
-  std::vector<int32_t> want;
-  int32_t next = token0;
-  for (int s = 0; s < 9 + 20; ++s) {
-    auto logits = loop.Forward(absl::MakeConstSpan(&next, 1), 0);
-    ASSERT_TRUE(logits.ok());
-    next = HostArgmax(*logits);
-    want.push_back(next);
-  }
+  const std::vector<int32_t> want = ForwardLoop(loop, token0, 9 + 20);
   got.insert(got.end(), more.begin(), more.end());
   EXPECT_EQ(got, want);
 }
