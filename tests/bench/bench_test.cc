@@ -122,6 +122,45 @@ TEST(BenchTest, RejectsNonPositiveSizes) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Both decode loops time every step; a bad loop name, and the greedy loop
+// with more than one row a step, are errors naming the flag.
+TEST(BenchTest, DecodeLoopsAndTheirErrors) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kF32);
+  CpuBackend backend(1);
+  Dense dense;
+  BenchOptions o;
+  o.prompt = 4;
+  o.new_tokens = 3;
+  o.repeats = 1;
+  o.bandwidth_gbps = 10.0;
+  for (const char* loop : {"", "greedy", "fixed"}) {
+    o.decode_loop = loop;
+    absl::StatusOr<BenchResult> r =
+        RunBench(config, weights, backend, dense, o);
+    ASSERT_TRUE(r.ok()) << loop << ": " << r.status();
+    EXPECT_EQ(r->decode_loop, *loop ? loop : "greedy");
+    EXPECT_EQ(r->decode_ms.size(), 3u) << loop;
+    EXPECT_EQ(r->ToJson()["decode_loop"], r->decode_loop);
+  }
+  o.decode_loop = "sampled";
+  absl::Status s = RunBench(config, weights, backend, dense, o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--decode-loop must be greedy or fixed"),
+            std::string::npos)
+      << s;
+  o.decode_loop = "greedy";
+  o.batch = 2;
+  s = RunBench(config, weights, backend, dense, o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("needs --decode-loop fixed"), std::string::npos)
+      << s;
+  o.decode_loop = "";  // Batch 2 picks the fixed loop.
+  absl::StatusOr<BenchResult> r = RunBench(config, weights, backend, dense, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->decode_loop, "fixed");
+}
+
 TEST(LatencyMetricTest, RowsCarryTheBenchNumbers) {
   MetricParams params({{"prompt", {6, 9}},
                        {"new_tokens", 3},
