@@ -2,8 +2,9 @@
 // at batch 1 (gather GEMV over the kept rows of W1 (+ gate) with fused bias
 // and activation, then the transposed-W2 gather GEMV) against our dense
 // 2-GEMV MLP, each replayed from a CUDA graph, on OPT / Llama MLP shapes.
-// Prints one JSON object per line: time per MLP, bytes read, GB/s, % of the
-// device-to-device copy bandwidth measured in the same process, speedup;
+// Prints one JSON object per line: time per MLP (and of its up and down
+// halves, each timed alone), bytes read, GB/s, % of the device-to-device
+// copy bandwidth measured in the same process, speedup;
 // then the predictors with their TopK, and the down projection over a
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
@@ -123,6 +124,20 @@ void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
     }
     b.GatherLinearT(h, w.w_down_t, w.b_down, w.ids, &y);
   });
+  // Each half alone (back to back in the graph), to see where the time goes.
+  const double up_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    const Copy& w = c[i % copies];
+    if (sh.gated) {
+      b.GatherGatedLinear(x, w.w_up, w.w_gate, Tensor(), Tensor(), w.ids, act,
+                          &h);
+    } else {
+      b.GatherLinear(x, w.w_up, w.b_up, w.ids, 1, true, act, &h);
+    }
+  });
+  const double down_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+    const Copy& w = c[i % copies];
+    b.GatherLinearT(h, w.w_down_t, w.b_down, w.ids, &y);
+  });
   const double dense_ms = TimeGraph(b, per_graph, iters, [&](int i) {
     const Copy& w = c[i % copies];
     Tensor uu = up.Rows(0, inter).Reshape({1, inter});
@@ -144,13 +159,14 @@ void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
       "%.0f, \"sparse_gbps\": %.1f, \"sparse_pct_copy\": %.1f, "
       "\"dense_ms\": %.5f, \"dense_bytes\": %lld, \"dense_gbps\": %.1f, "
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
-      "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d}\n",
+      "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
+      "\"down_ms\": %.5f}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
-      dense_bytes / sparse_bytes, copy_gbps, copies);
+      dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms);
   std::fflush(stdout);
 }
 

@@ -1,5 +1,7 @@
 // Top-K and unit norms on the device (sparse_ops.h): the predictor's and the
 // oracle's selections, computed without a host round trip.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -309,6 +311,332 @@ __global__ void __launch_bounds__(kSelectThreads)
   }
 }
 
+// ---- Top-K over a cluster of blocks (sm_90) --------------------------------
+//
+// TopKSelectKernel's passes on one SM took 22 us for OPT-66B's 36864 scores,
+// issue-bound (36 keys a thread a pass), and the MLP then waited for it
+// (NOTES.md). Here a cluster of kTopKCluster blocks shares a row, each block
+// staging a slice of it, and the same passes meet through distributed
+// shared memory at cluster barriers: the range (min/max of every block),
+// the histogram (each block sums the cluster's counts for its bins), the
+// threshold bin's candidates (gathered from every block), and the ordered
+// compaction (each block's pick counts give the next block its offset).
+// Every block computes the same range, bin and threshold from the same
+// cluster-wide sums, so the result matches the one-block kernel exactly.
+constexpr int kTopKCluster = 8;  // Portable cluster size.
+constexpr int kClusterThreads = 512;
+constexpr int kClusterWarps = kClusterThreads / 32;
+constexpr int kClusterBins =
+    2 * kClusterThreads;                  // Two per thread in the scan.
+constexpr int kClusterCandidates = 1024;  // Gathered threshold-bin keys.
+constexpr int kClusterLoadBatch = 4;  // 8 spilled under the 64-register cap.
+// Rows shorter than this keep the one-block kernel (little to spread).
+constexpr int64_t kClusterMinN = 4096;
+
+struct ClusterShared {
+  int hist[kClusterBins];
+  uint32_t local_candidates[kClusterCandidates];
+  uint32_t candidates[kClusterCandidates];
+  uint32_t warp_min[kClusterWarps], warp_max[kClusterWarps];
+  int warp_sum[kClusterWarps], warp_gt[kClusterWarps], warp_eq[kClusterWarps];
+  uint32_t block_min, block_max, lo_key, hi_key;
+  int bin, need, in_bin, local_count, need_eq, radix_remaining;
+  int block_gt, block_eq;
+  uint32_t threshold, radix_prefix;
+};
+
+// Block scan of counts over kClusterBins bins, from the top: the bin holding
+// the k-th largest and how many of it are needed (sh.bin, sh.need,
+// sh.in_bin). counts(b) gives bin b's cluster-wide count.
+template <typename Counts>
+__device__ void FindThresholdBin(ClusterShared& sh, int k, Counts counts) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int b_hi = kClusterBins - 1 - 2 * tid;
+  const int c_hi = counts(b_hi), c_lo = counts(b_hi - 1);
+  int incl = c_hi + c_lo;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, incl, off);
+    if (lane >= off) incl += t;
+  }
+  if (lane == 31) sh.warp_sum[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += sh.warp_sum[w];
+  const int excl = incl - c_hi - c_lo;
+  if (excl < k && k <= incl) {
+    const bool in_hi = excl + c_hi >= k;
+    sh.bin = in_hi ? b_hi : b_hi - 1;
+    sh.need = k - (in_hi ? excl : excl + c_hi);
+    sh.in_bin = in_hi ? c_hi : c_lo;
+  }
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(kClusterThreads, 2)
+    TopKClusterKernel(const float* scores, int n, int k, int slice,
+                      int32_t* ids) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  extern __shared__ uint32_t keys[];  // This block's slice.
+  __shared__ ClusterShared sh;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int row_id = blockIdx.x / kTopKCluster;
+  const int s0 = min(n, rank * slice);
+  const int len = min(n, s0 + slice) - s0;
+  PdlWait();
+  const float* row = scores + static_cast<int64_t>(row_id) * n + s0;
+
+  // 1. Stage the slice's keys; the block's range.
+  uint32_t kmin = 0xffffffffu, kmax = 0u;
+  for (int base = 0; base < len; base += kClusterThreads * kClusterLoadBatch) {
+    float v[kClusterLoadBatch];
+#pragma unroll
+    for (int u = 0; u < kClusterLoadBatch; ++u) {
+      const int i = base + u * kClusterThreads + tid;
+      v[u] = i < len ? row[i] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kClusterLoadBatch; ++u) {
+      const int i = base + u * kClusterThreads + tid;
+      if (i < len) {
+        const uint32_t key = OrderedKey(v[u]);
+        keys[i] = key;
+        kmin = min(kmin, key);
+        kmax = max(kmax, key);
+      }
+    }
+  }
+  kmin = WarpMinU(kmin);
+  kmax = WarpMaxU(kmax);
+  if (lane == 0) {
+    sh.warp_min[warp] = kmin;
+    sh.warp_max[warp] = kmax;
+  }
+  for (int b = tid; b < kClusterBins; b += kClusterThreads) sh.hist[b] = 0;
+  if (tid == 0) sh.local_count = 0;
+  __syncthreads();
+  if (warp == 0) {
+    kmin = WarpMinU(lane < kClusterWarps ? sh.warp_min[lane] : 0xffffffffu);
+    kmax = WarpMaxU(lane < kClusterWarps ? sh.warp_max[lane] : 0u);
+    if (lane == 0) {
+      sh.block_min = kmin;
+      sh.block_max = kmax;
+    }
+  }
+  cluster.sync();
+
+  // 2. The row's range (every block's), then this slice's histogram.
+  if (warp == 0) {
+    kmin = lane < kTopKCluster ? *cluster.map_shared_rank(&sh.block_min, lane)
+                               : 0xffffffffu;
+    kmax = lane < kTopKCluster ? *cluster.map_shared_rank(&sh.block_max, lane)
+                               : 0u;
+    kmin = WarpMinU(kmin);
+    kmax = WarpMaxU(kmax);
+    if (lane == 0) {
+      sh.lo_key = kmin;
+      sh.hi_key = kmax;
+    }
+  }
+  __syncthreads();
+  const float lo = KeyValue(sh.lo_key), hi = KeyValue(sh.hi_key);
+  const float range = __fsub_rn(hi, lo);
+  float scale =
+      range > 0.f ? __fdiv_rn(static_cast<float>(kClusterBins), range) : 0.f;
+  if (!isfinite(range) || !isfinite(scale)) scale = 0.f;  // One bin: radix.
+  auto bin_of = [&](uint32_t key) -> int {
+    const float t = __fmul_rn(__fsub_rn(KeyValue(key), lo), scale);
+    return min(kClusterBins - 1, __float2int_rz(t));
+  };
+  for (int i = tid; i < len; i += kClusterThreads) {
+    atomicAdd(&sh.hist[bin_of(keys[i])], 1);
+  }
+  cluster.sync();
+
+  // 3. The threshold bin from the cluster's counts.
+  FindThresholdBin(sh, k, [&](int b) {
+    int sum = 0;
+#pragma unroll 4
+    for (int r = 0; r < kTopKCluster; ++r) {
+      sum += *cluster.map_shared_rank(&sh.hist[b], r);
+    }
+    return sum;
+  });
+  const int bin = sh.bin, need = sh.need, in_bin = sh.in_bin;
+  // Nobody reads another block's histogram after this (radix reuses it).
+  cluster.sync();
+
+  // 4. The threshold key: the need-th largest key of the bin.
+  if (in_bin <= kClusterCandidates) {
+    for (int i = tid; i < len; i += kClusterThreads) {
+      const uint32_t key = keys[i];
+      if (bin_of(key) == bin) {
+        sh.local_candidates[atomicAdd(&sh.local_count, 1)] = key;
+      }
+    }
+    cluster.sync();
+    // Every block gathers the cluster's candidates (order is irrelevant:
+    // only counts of larger and equal keys decide the threshold).
+    int counts[kTopKCluster];
+#pragma unroll
+    for (int r = 0; r < kTopKCluster; ++r) {
+      counts[r] = *cluster.map_shared_rank(&sh.local_count, r);
+    }
+    int at = 0;
+#pragma unroll
+    for (int r = 0; r < kTopKCluster; ++r) {
+      const uint32_t* src = cluster.map_shared_rank(sh.local_candidates, r);
+      for (int i = tid; i < counts[r]; i += kClusterThreads) {
+        sh.candidates[at + i] = src[i];
+      }
+      at += counts[r];
+    }
+    __syncthreads();
+    for (int t = tid; t < in_bin; t += kClusterThreads) {
+      const uint32_t mine = sh.candidates[t];
+      int greater = 0, equal = 0, equal_before = 0;
+      for (int j = 0; j < in_bin; ++j) {
+        const uint32_t other = sh.candidates[j];
+        greater += other > mine;
+        equal += other == mine;
+        equal_before += other == mine && j < t;
+      }
+      if (equal_before == 0 && greater < need && need <= greater + equal) {
+        sh.threshold = mine;
+        sh.need_eq = need - greater;
+      }
+    }
+    __syncthreads();
+  } else {
+    // Radix select over the bin's keys, 8 bits at a time from the top, on
+    // cluster-wide digit counts.
+    int* hist = sh.hist;         // Its first 256 counters: this block's digits.
+    int* total = sh.hist + 256;  // The cluster's.
+    if (tid == 0) {
+      sh.radix_prefix = 0;
+      sh.radix_remaining = need;
+    }
+    uint32_t mask = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int i = tid; i < 256; i += kClusterThreads) hist[i] = 0;
+      __syncthreads();
+      const uint32_t prefix = sh.radix_prefix;
+      for (int base = 0; base < len; base += kClusterThreads) {
+        const int i = base + tid;
+        const uint32_t key = i < len ? keys[i] : 0u;
+        const bool in = i < len && (key & mask) == prefix && bin_of(key) == bin;
+        const int digit = in ? static_cast<int>((key >> shift) & 255u) : -1;
+        const unsigned peers = __match_any_sync(kFullMask, digit);
+        if (in && lane == __ffs(peers) - 1) {
+          atomicAdd(&hist[digit], __popc(peers));
+        }
+      }
+      cluster.sync();
+      for (int d = tid; d < 256; d += kClusterThreads) {
+        int sum = 0;
+#pragma unroll
+        for (int r = 0; r < kTopKCluster; ++r) {
+          sum += *cluster.map_shared_rank(&hist[d], r);
+        }
+        total[d] = sum;
+      }
+      __syncthreads();
+      if (tid < 32) {
+        int local[8], sum = 0;
+#pragma unroll
+        for (int d = 0; d < 8; ++d) sum += (local[d] = total[lane * 8 + d]);
+        int above_incl = sum;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const int t = __shfl_down_sync(kFullMask, above_incl, off);
+          if (lane + off < 32) above_incl += t;
+        }
+        const int above = above_incl - sum, still = sh.radix_remaining;
+        __syncwarp();
+        if (above < still && still <= above_incl) {
+          int cum = above;
+          for (int d = 7; d >= 0; --d) {
+            if (cum + local[d] >= still) {
+              sh.radix_prefix =
+                  prefix | (static_cast<uint32_t>(lane * 8 + d) << shift);
+              sh.radix_remaining = still - cum;
+              break;
+            }
+            cum += local[d];
+          }
+        }
+      }
+      mask |= 255u << shift;
+      // Every block has read the others' digit counts before they reset.
+      cluster.sync();
+    }
+    if (tid == 0) {
+      sh.threshold = sh.radix_prefix;
+      sh.need_eq = sh.radix_remaining;
+    }
+    __syncthreads();
+  }
+
+  // 5. Ordered compaction: the blocks before this one (then the warps
+  // before this one) say where its picks go.
+  const uint32_t threshold = sh.threshold;
+  const int need_eq = sh.need_eq;
+  const int seg = ((len + kClusterWarps - 1) / kClusterWarps + 31) & ~31;
+  const int w0 = warp * seg, w1 = min(len, w0 + seg);
+  const unsigned below = (1u << lane) - 1u;
+  int gt_count = 0, eq_count = 0;
+  for (int i = w0 + lane; i < w0 + seg; i += 32) {
+    const uint32_t key = i < w1 ? keys[i] : 0u;
+    gt_count += __popc(__ballot_sync(kFullMask, i < w1 && key > threshold));
+    eq_count += __popc(__ballot_sync(kFullMask, i < w1 && key == threshold));
+  }
+  if (lane == 0) {
+    sh.warp_gt[warp] = gt_count;
+    sh.warp_eq[warp] = eq_count;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int gt = 0, eq = 0;
+    for (int w = 0; w < kClusterWarps; ++w) {
+      gt += sh.warp_gt[w];
+      eq += sh.warp_eq[w];
+    }
+    sh.block_gt = gt;
+    sh.block_eq = eq;
+  }
+  cluster.sync();
+  int eq_seen = 0, at = 0;
+  for (int r = 0; r < rank; ++r) {
+    const int gt = *cluster.map_shared_rank(&sh.block_gt, r);
+    const int eq = *cluster.map_shared_rank(&sh.block_eq, r);
+    at += gt + max(0, min(eq, need_eq - eq_seen));
+    eq_seen += eq;
+  }
+  // No block leaves while another may still read its shared memory.
+  cluster.sync();
+  for (int w = 0; w < warp; ++w) {
+    at += sh.warp_gt[w] + max(0, min(sh.warp_eq[w], need_eq - eq_seen));
+    eq_seen += sh.warp_eq[w];
+  }
+  int32_t* out = ids + static_cast<int64_t>(row_id) * k;
+  for (int i = w0 + lane; i < w0 + seg; i += 32) {
+    const uint32_t key = i < w1 ? keys[i] : 0u;
+    const bool gt = i < w1 && key > threshold;
+    const bool eq = i < w1 && key == threshold;
+    const unsigned eq_mask = __ballot_sync(kFullMask, eq);
+    const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
+    const unsigned sel_mask = __ballot_sync(kFullMask, sel);
+    if (sel) out[at + __popc(sel_mask & below)] = s0 + i;
+    eq_seen += __popc(eq_mask);
+    at += __popc(sel_mask);
+  }
+#else
+  __trap();  // Launched only on sm_90+ (TopKRows).
+#endif
+}
+
 __global__ void UnitNormsKernel(const float* x, int64_t width, int uw,
                                 int64_t total, float* norms) {
   PdlWait();
@@ -325,11 +653,41 @@ __global__ void UnitNormsKernel(const float* x, int64_t width, int uw,
 }  // namespace
 
 absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
-                      Tensor* ids) {
+                      Tensor* ids, bool cluster) {
   const int64_t rows = scores.dim(0), n = scores.dim(1);
   if (k <= 0 || k > n || ids->dim(0) != rows || ids->dim(1) != k) {
     return absl::InvalidArgumentError(
         absl::StrCat("TopK: k ", k, " of ", n, " into ", ids->DebugString()));
+  }
+  const int64_t slice = CeilDiv(n, kTopKCluster);
+  const size_t slice_bytes = static_cast<size_t>(slice) * 4;
+  if (cluster && n >= kClusterMinN && ctx.info().major >= 9 &&
+      rows * kTopKCluster <= 0x7fffffff &&
+      static_cast<int64_t>(slice_bytes + sizeof(ClusterShared)) <=
+          ctx.info().shared_memory_per_block_optin) {
+    if (slice_bytes + sizeof(ClusterShared) > 48 * 1024) {
+      DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+          TopKClusterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+          static_cast<int>(slice_bytes)));
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(rows * kTopKCluster));
+    config.blockDim = dim3(kClusterThreads);
+    config.dynamicSmemBytes = slice_bytes;
+    config.stream = ctx.stream();
+    cudaLaunchAttribute attributes[2];
+    attributes[0].id = cudaLaunchAttributeClusterDimension;
+    attributes[0].val.clusterDim.x = kTopKCluster;
+    attributes[0].val.clusterDim.y = 1;
+    attributes[0].val.clusterDim.z = 1;
+    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[1].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attributes;
+    config.numAttrs = ctx.programmatic_launch() ? 2 : 1;
+    DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
+        &config, TopKClusterKernel, scores.data<float>(), static_cast<int>(n),
+        static_cast<int>(k), static_cast<int>(slice), ids->data<int32_t>()));
+    return LastLaunchStatus("TopKClusterKernel");
   }
   const dim3 grid(static_cast<unsigned>(rows));
   if (n <= kRankMaxN) {

@@ -60,6 +60,15 @@ class SparseOpsTest : public ::testing::Test {
     ASSERT_TRUE(b.ok()) << b.status();
     gpu_ = std::move(*b);
   }
+  // A fresh backend whose TopK uses a cluster of blocks a row (long rows on
+  // sm_90) or one block a row.
+  void UseTopKCluster(bool cluster) {
+    CudaBackendOptions options;
+    options.topk_cluster = cluster;
+    auto b = CudaBackend::Create(options);
+    ASSERT_TRUE(b.ok()) << b.status();
+    gpu_ = std::move(*b);
+  }
   Tensor Up(const Tensor& host) {
     auto t = gpu_->Upload(host);
     EXPECT_TRUE(t.ok()) << t.status();
@@ -118,21 +127,25 @@ class SparseOpsTest : public ::testing::Test {
 };
 
 TEST_F(SparseOpsTest, TopKMatchesCpuIncludingTies) {
-  for (int64_t n : {72, 100, 256, 257, 5000, 49152, 70000}) {
-    for (int64_t k : {int64_t{1}, n / 10, n - 1}) {
-      Tensor scores = Random({3, n});
-      // Coarse values create ties, which go to the lower id.
-      for (int64_t i = 0; i < scores.numel(); ++i) {
-        scores.data<float>()[i] = std::round(scores.data<float>()[i] * 4) / 4;
-      }
-      Tensor ref = Tensor::Zeros(DType::kI32, {3, k});
-      cpu_.TopK(scores, k, &ref);
-      Tensor ids = gpu_->Allocate(DType::kI32, {3, k});
-      gpu_->TopK(Up(scores), k, &ids);
-      const std::vector<int32_t> host = DownI32(ids);
-      for (int64_t i = 0; i < ref.numel(); ++i) {
-        ASSERT_EQ(host[i], ref.data<int32_t>()[i])
-            << "n=" << n << " k=" << k << " at " << i;
+  for (bool cluster : {true, false}) {
+    UseTopKCluster(cluster);
+    for (int64_t n : {72, 100, 256, 257, 4095, 5000, 49152, 70000}) {
+      for (int64_t k : {int64_t{1}, n / 10, n - 1, n}) {
+        Tensor scores = Random({3, n});
+        // Coarse values create ties, which go to the lower id.
+        for (int64_t i = 0; i < scores.numel(); ++i) {
+          scores.data<float>()[i] = std::round(scores.data<float>()[i] * 4) / 4;
+        }
+        Tensor ref = Tensor::Zeros(DType::kI32, {3, k});
+        cpu_.TopK(scores, k, &ref);
+        Tensor ids = gpu_->Allocate(DType::kI32, {3, k});
+        gpu_->TopK(Up(scores), k, &ids);
+        const std::vector<int32_t> host = DownI32(ids);
+        for (int64_t i = 0; i < ref.numel(); ++i) {
+          ASSERT_EQ(host[i], ref.data<int32_t>()[i])
+              << "cluster=" << cluster << " n=" << n << " k=" << k << " at "
+              << i;
+        }
       }
     }
   }
@@ -148,24 +161,27 @@ TEST_F(SparseOpsTest, TopKAtModelSizeWithManyTies) {
     const char* name;
     float grid;  // Scores rounded to multiples of this (0: kept as drawn).
   };
-  for (int64_t n : {11008, 36864, 49152}) {
-    const int64_t k = n / 10;
-    for (const Case c :
-         {Case{"distinct", 0.f}, Case{"grid 1/64", 1.f / 64},
-          Case{"grid 1", 1.f}, Case{"zeros of both signs", 1e9f}}) {
-      Tensor scores = Random({1, n});
-      for (int64_t i = 0; i < n; ++i) {
-        float& v = scores.data<float>()[i];
-        if (c.grid > 0.f) v = std::round(v / c.grid) * c.grid;
-      }
-      Tensor ref = Tensor::Zeros(DType::kI32, {1, k});
-      cpu_.TopK(scores, k, &ref);
-      Tensor ids = gpu_->Allocate(DType::kI32, {1, k});
-      gpu_->TopK(Up(scores), k, &ids);
-      const std::vector<int32_t> host = DownI32(ids);
-      for (int64_t i = 0; i < k; ++i) {
-        ASSERT_EQ(host[i], ref.data<int32_t>()[i])
-            << c.name << " n=" << n << " at " << i;
+  for (bool cluster : {true, false}) {
+    UseTopKCluster(cluster);
+    for (int64_t n : {11008, 36864, 49152}) {
+      const int64_t k = n / 10;
+      for (const Case c :
+           {Case{"distinct", 0.f}, Case{"grid 1/64", 1.f / 64},
+            Case{"grid 1", 1.f}, Case{"zeros of both signs", 1e9f}}) {
+        Tensor scores = Random({1, n});
+        for (int64_t i = 0; i < n; ++i) {
+          float& v = scores.data<float>()[i];
+          if (c.grid > 0.f) v = std::round(v / c.grid) * c.grid;
+        }
+        Tensor ref = Tensor::Zeros(DType::kI32, {1, k});
+        cpu_.TopK(scores, k, &ref);
+        Tensor ids = gpu_->Allocate(DType::kI32, {1, k});
+        gpu_->TopK(Up(scores), k, &ids);
+        const std::vector<int32_t> host = DownI32(ids);
+        for (int64_t i = 0; i < k; ++i) {
+          ASSERT_EQ(host[i], ref.data<int32_t>()[i])
+              << c.name << " cluster=" << cluster << " n=" << n << " at " << i;
+        }
       }
     }
   }
