@@ -248,7 +248,6 @@ void CudaBackend::BeginStep(int64_t rows) {
   step_host_start_ = std::chrono::steady_clock::now();
   in_step_ = true;
   mismatch_ = false;
-  ids_settled_ = false;
   op_index_ = 0;
   tensor_index_ = 0;
   arena_used_ = 0;
@@ -465,7 +464,6 @@ absl::Status CudaBackend::StageAtGraphStart(cudaGraph_t graph) {
 }
 
 bool CudaBackend::Op(uint64_t signature) {
-  if (active_ == ctx_.get()) ids_settled_ = false;
   switch (mode_) {
     case Mode::kEager:
       return true;
@@ -480,14 +478,6 @@ bool CudaBackend::Op(uint64_t signature) {
       return false;
   }
   return false;
-}
-
-bool CudaBackend::EarlyIds() const {
-  return options_.sparse_early_loads && ids_settled_ && active_ == ctx_.get();
-}
-
-void CudaBackend::SettleIds() {
-  if (active_ == ctx_.get()) ids_settled_ = true;
 }
 
 const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
@@ -828,7 +818,6 @@ void CudaBackend::AddNorm(const Tensor& delta, Tensor* x, bool rms,
   Check(rms ? cuda::RmsNorm(*active_, delta, weight, eps, y, x)
             : cuda::LayerNorm(*active_, delta, weight, bias, eps, y, x),
         "AddNorm");
-  SettleIds();
 }
 
 void CudaBackend::LayerNorm(const Tensor& x, const Tensor& weight,
@@ -839,7 +828,6 @@ void CudaBackend::LayerNorm(const Tensor& x, const Tensor& weight,
       eps);
   if (!Op(sig)) return;
   Check(cuda::LayerNorm(*active_, x, weight, bias, eps, y), "LayerNorm");
-  SettleIds();
 }
 
 void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, double eps,
@@ -848,7 +836,6 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, double eps,
       MixTensor(MixTensor(MixTensor(kOpRmsNorm, x), weight), *y), eps);
   if (!Op(sig)) return;
   Check(cuda::RmsNorm(*active_, x, weight, eps, y), "RmsNorm");
-  SettleIds();
 }
 
 void CudaBackend::AddInPlace(const Tensor& x, Tensor* y) {
@@ -1308,12 +1295,10 @@ void CudaBackend::GatherLinear(const Tensor& x, const Tensor& w,
   sig = MixTensor(MixTensor(sig, ids), *y);
   sig = Mix(Mix(Mix(sig, unit_width), activate),
             static_cast<uint64_t>(activation));
-  const bool early = EarlyIds();
   if (!Op(sig)) return;
   Check(GatherGemv(*active_, x, w, bias, nullptr, nullptr, ids.data<int32_t>(),
-                   ids.dim(1), unit_width, activate, activation, y, early),
+                   ids.dim(1), unit_width, activate, activation, y),
         "GatherLinear");
-  SettleIds();
 }
 
 void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
@@ -1323,13 +1308,10 @@ void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(kOpGatherLinear, x), w_up), w_gate);
   sig = MixTensor(MixTensor(MixTensor(MixTensor(sig, b_up), b_gate), ids), *y);
-  const bool early = EarlyIds();
   if (!Op(Mix(sig, static_cast<uint64_t>(activation) + 100))) return;
-  Check(
-      GatherGemv(*active_, x, w_up, b_up, &w_gate, &b_gate, ids.data<int32_t>(),
-                 ids.dim(1), 1, true, activation, y, early),
-      "GatherGatedLinear");
-  SettleIds();
+  Check(GatherGemv(*active_, x, w_up, b_up, &w_gate, &b_gate,
+                   ids.data<int32_t>(), ids.dim(1), 1, true, activation, y),
+        "GatherGatedLinear");
 }
 
 void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
@@ -1342,13 +1324,11 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
   uint64_t sig =
       MixTensor(MixTensor(MixTensor(kOpGatherLinearT, x), w_t), bias);
   sig = MixTensor(MixTensor(MixTensor(sig, ids), *y), scratch);
-  const bool early = EarlyIds();
   if (!Op(sig)) return;
   Check(GatherGemvT(*active_, x, w_t, bias,
                     ids.empty() ? nullptr : ids.data<int32_t>(), k,
-                    scratch.data<float>(), y, early),
+                    scratch.data<float>(), y),
         "GatherLinearT");
-  SettleIds();
 }
 
 void CudaBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,

@@ -257,10 +257,6 @@ class CudaBackend : public Backend {
   // True when the op must be launched now (eager or capture); records or
   // checks the op's signature in graph modes.
   bool Op(uint64_t signature);
-  // ids_settled_: whether a gather may read its ids early; set after an op
-  // whose kernel qualifies (see the member).
-  bool EarlyIds() const;
-  void SettleIds();
   // Device copy of a host index span for this step (see the header comment).
   const int32_t* StageIndices(absl::Span<const int32_t> values,
                               uint64_t* signature);
@@ -298,13 +294,6 @@ class CudaBackend : public Backend {
   std::vector<cudaEvent_t> side_events_;
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
-  // The last main-stream op launched a kernel that waits for its
-  // predecessor before it releases its successor, and wrote no unit ids
-  // (a norm, a gather): device ids the next op reads were complete before
-  // that kernel started, so the next gather may read them early
-  // (sparse_ops.h). Any other main-stream op, a side-work join included,
-  // clears it (Op); the ops above set it after their launch.
-  bool ids_settled_ = false;
 
   // Index staging: two halves of pinned ints, one device arena.
   int32_t* pinned_indices_ = nullptr;

@@ -94,10 +94,6 @@ struct CudaBackendOptions {
   // through a copy kernel, instead of copy-engine nodes between kernels.
   // DYNSPARSE_CUDA_STAGE_ONCE=0 keeps the per-op copy nodes (A/B timing).
   bool stage_once = true;
-  // The sparse gathers (sparse_ops.h, `early`) read settled unit ids and
-  // issue their first weight loads before waiting for the previous kernel.
-  // DYNSPARSE_CUDA_SPARSE_EARLY=0 makes them wait first (A/B timing).
-  bool sparse_early_loads = true;
   // TopK of rows of >= 4096 scores on a cluster of 8 blocks (topk.cu; the
   // one-block kernel took 22 us of OPT-66B's MLP selection).
   // DYNSPARSE_CUDA_TOPK_CLUSTER=0 keeps one block a row (A/B timing).

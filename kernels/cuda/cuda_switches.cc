@@ -34,7 +34,6 @@ constexpr OnOff kOnOff[] = {
     {"SIDE_WORK", &Options::side_work},
     {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
     {"STAGE_ONCE", &Options::stage_once},
-    {"SPARSE_EARLY", &Options::sparse_early_loads},
     {"TOPK_CLUSTER", &Options::topk_cluster},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},

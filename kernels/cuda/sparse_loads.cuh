@@ -23,11 +23,6 @@ __device__ __forceinline__ uint4 LoadNoAlloc(const void* p) {
   return v;
 }
 
-// Starts bringing p's line into L2 (no register waits for it).
-__device__ __forceinline__ void PrefetchL2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
 // Eight consecutive weights as f32, in two steps (LoadRaw8 then Convert8)
 // where a loop issues a batch of loads before it converts any.
 template <typename T>

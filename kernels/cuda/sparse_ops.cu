@@ -34,27 +34,21 @@ constexpr int kGatherWarps = 4;  // Rows per block: small blocks balance SMs.
 // and OPT-66B's (9216-wide rows) 3% slower (results/bench/h200_run41).
 constexpr int64_t kDeepGatherMaxIn = 8192;
 
-// early (ids settled, see GatherGemv): the row's id and the first batch of
-// weight loads come before PdlWait, overlapping the previous kernel's tail
-// (a one-block norm before a sparse MLP); only x waits for it.
 template <typename T, int A, bool kGated, bool kVec, int kLoads>
 __global__ void __launch_bounds__(kGatherWarps * 32)
     GatherGemvKernel(const float* __restrict__ x, int64_t in,
                      const T* __restrict__ w, const void* bias, FloatKind bk,
                      const T* __restrict__ wg, const void* bias_g, FloatKind gk,
                      const int32_t* __restrict__ ids, int k, int uw,
-                     int64_t cols, bool early, float* __restrict__ y) {
-  bool waited = !early;
-  if (waited) PdlWait();
+                     int64_t cols, float* __restrict__ y) {
+  PdlWait();
   const int lane = threadIdx.x & 31;
   const int64_t c =
       static_cast<int64_t>(blockIdx.x) * kGatherWarps + (threadIdx.x >> 5);
   const int r = blockIdx.y;
   if (c >= cols) return;
-  // Before the wait, through L2 (__ldcg): no stale L1 line of an earlier step.
   const int64_t row =
-      static_cast<int64_t>(__ldcg(ids + static_cast<int64_t>(r) * k + c / uw)) *
-          uw +
+      static_cast<int64_t>(ids[static_cast<int64_t>(r) * k + c / uw]) * uw +
       c % uw;
   const T* wr = w + row * in;
   const T* gr = kGated ? wg + row * in : nullptr;
@@ -88,10 +82,6 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
           if constexpr (kGated) LoadRaw8(gr + i + u * 256, rg[u]);
         }
       }
-      if (!waited) {
-        PdlWait();
-        waited = true;
-      }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         if (i + u * 256 >= in) break;
@@ -103,13 +93,11 @@ __global__ void __launch_bounds__(kGatherWarps * 32)
       }
     }
   } else {
-    if (!waited) PdlWait();
     for (int64_t i = lane; i < in; i += 32) {
       acc = fmaf(ToFloat(wr[i]), xr[i], acc);
       if constexpr (kGated) accg = fmaf(ToFloat(gr[i]), xr[i], accg);
     }
   }
-  if (!waited) PdlWait();  // A lane with no chunk (rows under 256 wide).
   acc = WarpSum(acc);
   if constexpr (kGated) accg = WarpSum(accg);
   if (lane != 0) return;
@@ -127,7 +115,7 @@ template <typename T, int A, bool kGated>
 absl::Status LaunchGather(DeviceContext& ctx, bool vec, const Tensor& x,
                           const Tensor& w, const Tensor& bias,
                           const Tensor* w_gate, const Tensor* b_gate,
-                          const int32_t* ids, int64_t k, int64_t uw, bool early,
+                          const int32_t* ids, int64_t k, int64_t uw,
                           Tensor* y) {
   const int64_t rows = x.dim(0), cols = k * uw;
   const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kGatherWarps)),
@@ -145,7 +133,7 @@ absl::Status LaunchGather(DeviceContext& ctx, bool vec, const Tensor& x,
                bias.empty() ? nullptr : bias.raw_data(),
                bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()), wg,
                bg, gk, ids, static_cast<int>(k), static_cast<int>(uw), cols,
-               early && ctx.programmatic_launch(), y->data<float>());
+               y->data<float>());
   return LastLaunchStatus("GatherGemvKernel");
 }
 
@@ -155,24 +143,24 @@ absl::Status DispatchActivation(DeviceContext& ctx, bool vec, bool activate,
                                 const Tensor& w, const Tensor& bias,
                                 const Tensor* w_gate, const Tensor* b_gate,
                                 const int32_t* ids, int64_t k, int64_t uw,
-                                bool early, Tensor* y) {
+                                Tensor* y) {
   if (!activate) {
     return LaunchGather<T, kNoActivation, kGated>(ctx, vec, x, w, bias, w_gate,
-                                                  b_gate, ids, k, uw, early, y);
+                                                  b_gate, ids, k, uw, y);
   }
   switch (act) {
     case Activation::kRelu:
       return LaunchGather<T, static_cast<int>(Activation::kRelu), kGated>(
-          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, early, y);
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
     case Activation::kSilu:
       return LaunchGather<T, static_cast<int>(Activation::kSilu), kGated>(
-          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, early, y);
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
     case Activation::kGelu:
       return LaunchGather<T, static_cast<int>(Activation::kGelu), kGated>(
-          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, early, y);
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
     case Activation::kGeluTanh:
       return LaunchGather<T, static_cast<int>(Activation::kGeluTanh), kGated>(
-          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, early, y);
+          ctx, vec, x, w, bias, w_gate, b_gate, ids, k, uw, y);
   }
   return absl::InvalidArgumentError("GatherGemv: unknown activation");
 }
@@ -192,24 +180,18 @@ constexpr int kTGroups = 4;
 // a chunk at a time, so the weight loads do not wait on dependent id loads.
 constexpr int kTChunk = 256;
 
-// Weight rows per thread an early launch prefetches into L2 before it
-// waits (decode: ~16 rows a thread on OPT-66B keep 0.1).
-constexpr int kTPrefetch = 8;
-
 template <int kRows>
 constexpr int TGroups() {
   return kRows == 1 ? kTGroups : 1;
 }
 
-// early (decode, ids settled): each thread prefetches its first weight rows
-// into L2 before PdlWait, overlapping the tail of the kernel that wrote x.
 template <typename T, bool kVec, int kRows>
-__global__ void __launch_bounds__(kTThreads* TGroups<kRows>(),
-                                  kRows == 1 ? 4 : 0)
+__global__ void __launch_bounds__(kTThreads* TGroups<kRows>())
     GatherGemvTPartialKernel(const float* __restrict__ x, int rows,
                              const T* __restrict__ wt, int64_t out,
                              const int32_t* __restrict__ ids, int k, int splits,
-                             bool early, float* __restrict__ partial) {
+                             float* __restrict__ partial) {
+  PdlWait();
   constexpr int kGroups = TGroups<kRows>();
   constexpr int kCols = kVec ? 8 : 1;
   constexpr int kUnroll = 4;  // Weight loads issued together.
@@ -236,21 +218,6 @@ __global__ void __launch_bounds__(kTThreads* TGroups<kRows>(),
 #pragma unroll
     for (int e = 0; e < kCols; ++e) acc[t][e] = 0.f;
   }
-  // The first batches of the first chunk (units j0 + group + u * kGroups)
-  // into L2: a prefetch holds no registers (loads held in registers took
-  // the kernel from 32 to 64, halving the blocks an SM holds).
-  if constexpr (kVec && kRows == 1) {
-    if (early && ir != nullptr && active) {
-      const int first = min(kTChunk, j1 - j0);
-#pragma unroll 1
-      for (int u = 0; u < kTPrefetch; ++u) {
-        const int q = group + u * kGroups;
-        if (q < first)
-          PrefetchL2(wt + static_cast<int64_t>(__ldcg(ir + j0 + q)) * out + c0);
-      }
-    }
-  }
-  PdlWait();
   for (int base = j0; base < j1; base += kTChunk) {
     const int len = min(kTChunk, j1 - base);
     __syncthreads();  // The previous chunk is consumed.
@@ -529,7 +496,7 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                         const Tensor& bias, const Tensor* w_gate,
                         const Tensor* b_gate, const int32_t* ids, int64_t k,
                         int64_t unit_width, bool activate,
-                        Activation activation, Tensor* y, bool early) {
+                        Activation activation, Tensor* y) {
   const bool gated = w_gate != nullptr;
   const bool vec = Vec8(w, x.dim(1)) && IsAligned(x.raw_data(), 16) &&
                    (!gated || IsAligned(w_gate->raw_data(), 16));
@@ -540,10 +507,10 @@ absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     using T = decltype(t);
     return gated ? DispatchActivation<T, true>(ctx, vec, true, activation, x, w,
                                                bias, w_gate, b_gate, ids, k,
-                                               unit_width, early, y)
+                                               unit_width, y)
                  : DispatchActivation<T, false>(ctx, vec, activate, activation,
                                                 x, w, bias, nullptr, nullptr,
-                                                ids, k, unit_width, early, y);
+                                                ids, k, unit_width, y);
   });
 }
 
@@ -557,7 +524,7 @@ int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
 
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
-                         float* scratch, Tensor* y, bool early) {
+                         float* scratch, Tensor* y) {
   const int64_t rows = x.dim(0), out = w_t.dim(1);
   const int rows_per_block = RowsPerBlock(ids == nullptr, rows);
   const int64_t row_blocks = CeilDiv(rows, rows_per_block);
@@ -578,8 +545,7 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
     LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(threads), 0,
                  ctx.stream(), x.data<float>(), static_cast<int>(rows),
                  static_cast<const T*>(w_t.raw_data()), out, ids,
-                 static_cast<int>(k), splits,
-                 early && ctx.programmatic_launch(), scratch);
+                 static_cast<int>(k), splits, scratch);
     return LastLaunchStatus("GatherGemvTPartialKernel");
   });
   if (!status.ok()) return status;

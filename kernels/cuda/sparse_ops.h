@@ -16,11 +16,12 @@
 namespace dynsparse::cuda {
 
 // ids[r, :] = the k largest of scores[r, :] (f32 [rows, n]), ascending by id,
-// ties to the lower id (as Backend::TopK). One block per row: rows of up to
-// 256 scores by pairwise ranks, longer ones by a histogram over equal-width
+// ties to the lower id (as Backend::TopK). Rows of up to 256 scores by
+// pairwise ranks in one block, longer ones by a histogram over equal-width
 // value bins of the row's range, an exact select inside the threshold bin
-// and an ordered compaction (topk.cu). cluster (sm_90, rows of >= 4096
-// scores): a cluster of 8 blocks shares each row, same result.
+// and an ordered compaction (topk.cu): in one block a row, or with
+// `cluster` (sm_90, rows of >= 4096 scores) in a cluster of 8 blocks
+// sharing the row, with the same result.
 absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
                       Tensor* ids, bool cluster = true);
 // norms[r, u] = L2 norm of x[r, u * uw, (u + 1) * uw) (double accumulation).
@@ -30,25 +31,20 @@ absl::Status UnitNormsRows(DeviceContext& ctx, const Tensor& x,
 // y[r, j * uw + i] = act(x[r] . w[ids[r, j] * uw + i] + bias) (Backend::
 // GatherLinear); with w_gate: y = act(x . w_gate[id] + b_gate) * (x . w[id]
 // + bias) (unit width 1). A warp per output, 16-byte weight loads.
-// early: `ids` were complete before the previous kernel on the stream was
-// launched (not written by it, nor by side work joined just before this
-// launch), so with programmatic dependent launch the kernel reads them and
-// starts its weight loads before it waits for that kernel; only x waits.
 absl::Status GatherGemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
                         const Tensor& bias, const Tensor* w_gate,
                         const Tensor* b_gate, const int32_t* ids, int64_t k,
                         int64_t unit_width, bool activate,
-                        Activation activation, Tensor* y, bool early = false);
+                        Activation activation, Tensor* y);
 // Floats of scratch GatherGemvT needs (shared_ids: ids null).
 int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
                                  int64_t k, int64_t out, bool shared_ids);
 // y[r, :] = sum_j x[r, j] w_t[ids[r, j], :] + bias (ids null: unit j).
 // Split over the kept rows (partials in `scratch`), then a reduction. With
-// ids null a block serves 8 rows of x per weight read (prefill). early: as
-// in GatherGemv.
+// ids null a block serves 8 rows of x per weight read (prefill).
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
-                         float* scratch, Tensor* y, bool early = false);
+                         float* scratch, Tensor* y);
 // y[r, o] = sum_j x[r, j*uw..] . w[o, ids[r, j]*uw..] + bias[o].
 // A warp computes 1, 2 or 4 output rows: rows_per_warp 0 picks the fewest
 // whose warps all fit on the GPU at once (a partial second wave of blocks
