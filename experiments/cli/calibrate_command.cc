@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "methods/dejavu/calibration.h"
 #include "methods/dejavu/dejavu_options.h"
 #include "methods/dejavu/predictor_set.h"
+#include "methods/dejavu/train_device.h"
 #include "methods/dejavu/train_predictors.h"
 
 namespace dynsparse {
@@ -49,8 +51,11 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
   ModelSpecRequest spec = request.model;
   spec.method = "dense";
   spec.method_args = MethodArgs();
-  ASSIGN_OR_RETURN(OpenedModel opened, OpenModel(spec, {}));
-  const ModelConfig& config = opened.model.config;
+  ASSIGN_OR_RETURN(OpenedModel opened_model, OpenModel(spec, {}));
+  // Released before training: the GPU trainer wants the memory the dense
+  // run's weights hold (and the CPU trainer the RAM).
+  auto opened = std::make_unique<OpenedModel>(std::move(opened_model));
+  const ModelConfig config = opened->model.config;
   std::error_code ec;
   std::filesystem::create_directories(request.out, ec);
   if (ec) {
@@ -69,15 +74,15 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
   } else {
     ASSIGN_OR_RETURN(const CorpusText corpus, LoadCorpus(request.corpus));
     std::vector<int32_t> ids =
-        opened.tokenizer->Encode(corpus.text, /*add_special=*/false);
+        opened->tokenizer->Encode(corpus.text, /*add_special=*/false);
     if (static_cast<int64_t>(ids.size()) > request.tokens) {
       ids.resize(request.tokens);
     }
     CalibrationOptions options = request.calibration;
     options.corpus = corpus.name;
     options.model = spec.path;
-    if (opened.tokenizer->adds_bos() && opened.tokenizer->bos_id()) {
-      options.bos_id = *opened.tokenizer->bos_id();
+    if (opened->tokenizer->adds_bos() && opened->tokenizer->bos_id()) {
+      options.bos_id = *opened->tokenizer->bos_id();
     }
     log << absl::StrFormat(
         "calibrate: %s on %d tokens of %s, windows of %d, %s/%s (%d bytes per "
@@ -89,7 +94,7 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
     ASSIGN_OR_RETURN(
         out["calibration"],
         RecordCalibration(
-            config, opened.model.weights, *opened.backend, ids, options,
+            config, opened->model.weights, *opened->backend, ids, options,
             request.out, [&](int64_t done, int64_t total) {
               if (terminal) {
                 log << absl::StrFormat("\rcalibrate: %d/%d tokens", done, total)
@@ -99,6 +104,7 @@ absl::StatusOr<nlohmann::json> Calibrate(const CalibrateRequest& request,
     if (terminal) log << "\n";
   }
   if (request.train) {
+    opened.reset();
     ASSIGN_OR_RETURN(const nlohmann::json predictors,
                      TrainAllPredictors(request.out, config, request.training,
                                         [&](const std::string& line) {
@@ -167,6 +173,8 @@ std::vector<FlagSpec> CalibrateFlagSpecs() {
           {"patience", FlagKind::kValue,
            "epochs without better validation recall before stopping", "5"},
           {"seed", FlagKind::kValue, "training seed", "0"},
+          {"train-device", FlagKind::kValue,
+           "cpu | cuda: where --train trains (cuda: cuBLAS on GPU 0)", "cpu"},
           {"json", FlagKind::kSwitch, "print one JSON object"},
       });
   return specs;
@@ -214,7 +222,11 @@ absl::StatusOr<CalibrateRequest> RequestFrom(const ParsedFlags& flags) {
   ASSIGN_OR_RETURN(const double lr, flags.GetDouble("lr"));
   ASSIGN_OR_RETURN(const int64_t patience, flags.GetInt("patience"));
   ASSIGN_OR_RETURN(const int64_t seed, flags.GetInt("seed"));
+  const std::string train_device = flags.Get("train-device");
+  // Before the dense run: a missing GPU should not cost a calibration.
+  if (r.train) RETURN_IF_ERROR(CheckTrainDevice(train_device));
   for (TrainOptions* o : {&r.training.mlp, &r.training.heads}) {
+    o->device = train_device;
     o->epochs = epochs;
     o->batch = batch;
     o->lr = lr;

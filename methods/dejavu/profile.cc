@@ -7,7 +7,7 @@
 #include "core/graph/session.h"
 #include "core/status_macros.h"
 #include "methods/dejavu/labels.h"
-#include "methods/dejavu/trainer.h"
+#include "methods/dejavu/recall_curve.h"
 
 namespace dynsparse {
 namespace {

@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "methods/dejavu/calibration.h"
 #include "methods/dejavu/predictor_set.h"
+#include "methods/dejavu/train_device.h"
 
 namespace dynsparse {
 namespace {
@@ -19,6 +20,7 @@ nlohmann::json OptionsJson(const TrainOptions& o) {
           {"eval_keep", o.eval_keep},
           {"stop_recall", o.stop_recall},
           {"seed", o.seed},
+          {"device", o.device},
           {"loss",
            "class-weighted BCE: positives 1, negatives batch positive rate "
            "+ 0.005"},
@@ -40,6 +42,9 @@ absl::StatusOr<nlohmann::json> TrainAllPredictors(
     const std::string& dir, const ModelConfig& config,
     const TrainAllOptions& given,
     const std::function<void(const std::string&)>& log) {
+  // A missing GPU fails here, not after the first layer's samples are read.
+  RETURN_IF_ERROR(CheckTrainDevice(given.mlp.device));
+  RETURN_IF_ERROR(CheckTrainDevice(given.heads.device));
   ASSIGN_OR_RETURN(const CalibrationData data, OpenCalibration(dir, config));
   TrainAllOptions options = given;
   if (options.mlp.rank <= 0) options.mlp.rank = DefaultMlpRank(config);

@@ -10,10 +10,12 @@
 
 #include "absl/status/statusor.h"
 #include "core/model_config.h"
-#include "methods/dejavu/trainer.h"
+#include "methods/dejavu/train_device.h"
 
 namespace dynsparse {
 
+// Each part's TrainOptions::device picks its trainer (train_device.h); the
+// device is recorded in predictors.json's "training" section.
 struct TrainAllOptions {
   TrainOptions mlp;    // rank 0 = DefaultMlpRank; eval_keep 0.25.
   TrainOptions heads;  // rank 0 = DefaultHeadRank; eval_keep 0.5.

@@ -1,11 +1,15 @@
-// Predictor training on the CPU (Eigen): one layer's bias-free rank-D map
-// hidden -> D -> units, trained on calibration samples with class-weighted
-// binary cross-entropy (positives weight 1, negatives the batch's positive
-// rate + 0.005, as DejaVu's trainer), AdamW, shuffled mini-batches, and early
-// stopping on validation recall at the evaluation K (the last
-// `val_fraction` of the tokens are held out). Inputs are scaled to unit RMS
-// per row: a bias-free predictor's top-K does not change with the input's
-// scale, so the raw residual can be fed at run time.
+// Predictor training: one layer's bias-free rank-D map hidden -> D -> units,
+// trained on calibration samples with class-weighted binary cross-entropy
+// (positives weight 1, negatives the batch's positive rate + 0.005, as
+// DejaVu's trainer), AdamW, shuffled mini-batches, and early stopping on
+// validation recall at the evaluation K (the last `val_fraction` of the
+// tokens are held out). Inputs are scaled to unit RMS per row: a bias-free
+// predictor's top-K does not change with the input's scale, so the raw
+// residual can be fed at run time.
+//
+// The loop is train_loop.h's; this file's trainer does the math with Eigen
+// on the CPU, kernels/cuda/predictor_trainer.h's with cuBLAS on a GPU, and
+// train_device.h picks one by TrainOptions::device.
 #ifndef DYNSPARSE_METHODS_DEJAVU_TRAINER_H_
 #define DYNSPARSE_METHODS_DEJAVU_TRAINER_H_
 
@@ -18,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "methods/dejavu/calibration.h"
 #include "methods/dejavu/predictor_set.h"
+#include "methods/dejavu/recall_curve.h"
 
 namespace dynsparse {
 
@@ -35,22 +40,10 @@ struct TrainOptions {
       0.999;  // ... or stop once validation recall reaches this.
   std::vector<double> report_keeps = {0.5, 0.25, 0.1};
   uint64_t seed = 0;
+  // "cpu" (Eigen) or "cuda" (cuBLAS, GPU 0): read by TrainPredictor
+  // (train_device.h); the device-specific trainers ignore it.
+  std::string device = "cpu";
 };
-
-// Recall as a function of K: hits[k] = positives ranked k-th by the
-// predictor's logits (0-based), summed over rows.
-struct RecallCurve {
-  std::vector<int64_t> hits;
-  int64_t positives = 0;
-  int64_t rows = 0;
-  double RecallAt(int64_t k) const;
-  double PrecisionAt(int64_t k) const;
-  int64_t KForRecall(double recall) const;  // Smallest K reaching it.
-};
-
-// Rank of every labelled unit in each row's logits (ties to the lower id).
-void AddToRecallCurve(const float* logits, const uint8_t* labels, int64_t rows,
-                      int64_t units, RecallCurve* curve);
 
 struct TrainResult {
   PredictorWeights weights;  // Host f32: w1 [rank, hidden], w2 [units, rank].
@@ -58,13 +51,17 @@ struct TrainResult {
   int64_t best_epoch = 0;
   double best_recall = 0.0;
   // Validation: recall/precision at report_keeps and at the eval keep, the
-  // label density, the K for 95% / 99% recall.
+  // label density, the K for 95% / 99% recall; the device and the seconds
+  // spent in steps and in validation.
   nlohmann::json metrics;
 };
 
-absl::StatusOr<TrainResult> TrainPredictor(
-    const LayerSamples& samples, const TrainOptions& options,
-    const std::function<void(const std::string&)>& log = nullptr);
+using TrainLog = std::function<void(const std::string&)>;
+
+// Trains on the CPU (Eigen; OpenMP threads in the GEMMs).
+absl::StatusOr<TrainResult> TrainPredictorCpu(const LayerSamples& samples,
+                                              const TrainOptions& options,
+                                              const TrainLog& log = nullptr);
 
 // Validation metrics of `weights` on rows [begin, end) of `samples`.
 nlohmann::json EvaluatePredictor(const PredictorWeights& weights,

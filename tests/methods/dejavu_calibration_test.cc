@@ -156,6 +156,10 @@ TEST_F(DejavuCalibrationTest, TrainedPredictorsBeatChanceAndLoad) {
   Train();
   ASSERT_NE(trained_, nullptr);
   ASSERT_EQ((*trained_)["layers"].size(), 6u);
+  // The training device is recorded: settings and per-layer metrics.
+  EXPECT_EQ((*trained_)["training"]["mlp"]["device"], "cpu");
+  EXPECT_EQ((*trained_)["training"]["heads"]["device"], "cpu");
+  EXPECT_EQ((*trained_)["layers"][0]["heads"]["device"], "cpu");
   for (const auto& layer : (*trained_)["layers"]) {
     // K random units have recall K / units and precision = label density;
     // the predictors must beat both by half again.
