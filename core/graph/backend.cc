@@ -279,6 +279,18 @@ void Backend::GatherLinearT(const Tensor&, const Tensor&, const Tensor&,
                             const Tensor&, Tensor*) {
   DS_NO_SPARSE();
 }
+void Backend::GatherMlp(const Tensor& x, const Tensor& w_up, const Tensor& b_up,
+                        const Tensor* w_gate, const Tensor* b_gate,
+                        const Tensor& w_down_t, const Tensor& b_down,
+                        const Tensor& ids, Activation act, Tensor* hidden,
+                        Tensor* y) {
+  if (w_gate != nullptr) {
+    GatherGatedLinear(x, w_up, *w_gate, b_up, *b_gate, ids, act, hidden);
+  } else {
+    GatherLinear(x, w_up, b_up, ids, 1, /*activate=*/true, act, hidden);
+  }
+  GatherLinearT(*hidden, w_down_t, b_down, ids, y);
+}
 void Backend::GatherColumnsLinear(const Tensor&, const Tensor&, const Tensor&,
                                   const Tensor&, int64_t, Tensor*) {
   DS_NO_SPARSE();

@@ -310,6 +310,15 @@ class Backend {
   // neuron's weights contiguous). Empty ids: all units (x is [rows, units]).
   virtual void GatherLinearT(const Tensor& x, const Tensor& w_t,
                              const Tensor& bias, const Tensor& ids, Tensor* y);
+  // The sparse MLP over the kept neurons ids [rows, k]: GatherLinear (with
+  // `act`; GatherGatedLinear when w_gate is given) into `hidden` [rows, k],
+  // then GatherLinearT over w_down_t into y. A backend may run it as one
+  // kernel for a decode row and then leaves `hidden` unwritten.
+  virtual void GatherMlp(const Tensor& x, const Tensor& w_up,
+                         const Tensor& b_up, const Tensor* w_gate,
+                         const Tensor* b_gate, const Tensor& w_down_t,
+                         const Tensor& b_down, const Tensor& ids,
+                         Activation act, Tensor* hidden, Tensor* y);
   // y[r, o] = sum_j sum_i x[r, j * uw + i] * w[o, ids[r, j] * uw + i] +
   // bias[o]: the head-subset output projection (x holds the kept heads'
   // contexts, compact).

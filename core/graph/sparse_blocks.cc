@@ -70,15 +70,11 @@ Tensor SparseBlocks::Mlp(int64_t layer, const Tensor& h,
   const int64_t n = h.dim(0);
   const Tensor ids = Ids(neurons, n);
   Tensor act = backend_.Allocate(DType::kF32, {n, neurons.per_row});
-  if (config_.gated_mlp) {
-    backend_.GatherGatedLinear(h, w.w_up, w.w_gate, w.b_up, w.b_gate, ids,
-                               config_.activation, &act);
-  } else {
-    backend_.GatherLinear(h, w.w_up, w.b_up, ids, 1, /*activate=*/true,
-                          config_.activation, &act);
-  }
   Tensor down = backend_.Allocate(DType::kF32, {n, config_.hidden_size});
-  backend_.GatherLinearT(act, DownTransposed(layer), w.b_down, ids, &down);
+  const bool gated = config_.gated_mlp;
+  backend_.GatherMlp(h, w.w_up, w.b_up, gated ? &w.w_gate : nullptr,
+                     gated ? &w.b_gate : nullptr, DownTransposed(layer),
+                     w.b_down, ids, config_.activation, &act, &down);
   return down;
 }
 

@@ -18,6 +18,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/sparse_mlp.h"
 #include "kernels/cuda/sparse_ops.h"
 
 namespace dynsparse::cuda {
@@ -64,6 +65,7 @@ enum OpCode : uint64_t {
   kOpNormGatedMlp,
   kOpArgmax,
   kOpEmbedIds,
+  kOpGatherMlp,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -1329,6 +1331,43 @@ void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
                     ids.empty() ? nullptr : ids.data<int32_t>(), k,
                     scratch.data<float>(), y),
         "GatherLinearT");
+}
+
+void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
+                            const Tensor& b_up, const Tensor* w_gate,
+                            const Tensor* b_gate, const Tensor& w_down_t,
+                            const Tensor& b_down, const Tensor& ids,
+                            Activation act, Tensor* hidden, Tensor* y) {
+  int splits = 0;
+  if (options_.fused_sparse_mlp && x.device() == Device::kCuda) {
+    const auto key = std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
+                                     w_gate != nullptr, static_cast<int>(act));
+    auto it = fused_mlp_clusters_.find(key);
+    if (it == fused_mlp_clusters_.end()) {
+      it = fused_mlp_clusters_
+               .emplace(key, FusedSparseMlpClusters(*active_, x.numel(),
+                                                    w_up.dtype(),
+                                                    w_gate != nullptr, act))
+               .first;
+    }
+    splits =
+        FusedSparseMlpSplits(it->second, x, w_up, w_gate, w_down_t, ids.dim(1));
+  }
+  if (splits == 0) {
+    Backend::GatherMlp(x, w_up, b_up, w_gate, b_gate, w_down_t, b_down, ids,
+                       act, hidden, y);
+    return;
+  }
+  Tensor scratch = Allocate(DType::kF32, {splits * x.numel()});
+  uint64_t sig = MixTensor(MixTensor(MixTensor(kOpGatherMlp, x), w_up), b_up);
+  if (w_gate != nullptr) sig = MixTensor(MixTensor(sig, *w_gate), *b_gate);
+  sig = MixTensor(MixTensor(MixTensor(sig, w_down_t), b_down), ids);
+  sig = Mix(MixTensor(MixTensor(sig, *y), scratch), static_cast<uint64_t>(act));
+  if (!Op(Mix(sig, static_cast<uint64_t>(splits)))) return;
+  Check(FusedSparseMlp(*active_, x, w_up, b_up, w_gate, b_gate, w_down_t,
+                       b_down, ids.data<int32_t>(), ids.dim(1), act, splits,
+                       scratch.data<float>(), y),
+        "GatherMlp");
 }
 
 void CudaBackend::GatherColumnsLinear(const Tensor& x, const Tensor& w,

@@ -29,9 +29,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -160,6 +162,13 @@ class CudaBackend : public Backend {
                          Activation activation, Tensor* y) override;
   void GatherLinearT(const Tensor& x, const Tensor& w_t, const Tensor& bias,
                      const Tensor& ids, Tensor* y) override;
+  // One kernel (sparse_mlp.h) for a decode row on sm_90; else the two
+  // gathers.
+  void GatherMlp(const Tensor& x, const Tensor& w_up, const Tensor& b_up,
+                 const Tensor* w_gate, const Tensor* b_gate,
+                 const Tensor& w_down_t, const Tensor& b_down,
+                 const Tensor& ids, Activation act, Tensor* hidden,
+                 Tensor* y) override;
   void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
                            const Tensor& ids, int64_t unit_width,
                            Tensor* y) override;
@@ -294,6 +303,8 @@ class CudaBackend : public Backend {
   std::vector<cudaEvent_t> side_events_;
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
+  // FusedSparseMlpClusters by (hidden, weight dtype, gated, activation).
+  std::map<std::tuple<int64_t, int, bool, int>, int> fused_mlp_clusters_;
 
   // Index staging: two halves of pinned ints, one device arena.
   int32_t* pinned_indices_ = nullptr;

@@ -98,6 +98,10 @@ struct CudaBackendOptions {
   // one-block kernel took 22 us of OPT-66B's MLP selection).
   // DYNSPARSE_CUDA_TOPK_CLUSTER=0 keeps one block a row (A/B timing).
   bool topk_cluster = true;
+  // DejaVu's sparse MLP of a decode row as one launch (sparse_mlp.h) plus
+  // the split reduction, instead of the up gather, the transposed gather and
+  // the reduction. DYNSPARSE_CUDA_FUSED_MLP=0 keeps the three (A/B timing).
+  bool fused_sparse_mlp = true;
 };
 
 }  // namespace dynsparse::cuda

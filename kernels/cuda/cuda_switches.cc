@@ -35,6 +35,7 @@ constexpr OnOff kOnOff[] = {
     {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
     {"STAGE_ONCE", &Options::stage_once},
     {"TOPK_CLUSTER", &Options::topk_cluster},
+    {"FUSED_MLP", &Options::fused_sparse_mlp},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

@@ -359,7 +359,7 @@ for line in open(sys.argv[1]):
     print(f"{r['shape']:11s} keep {r['keep']:.2f}: sparse {r['sparse_ms']*1e3:7.1f} us "
           f"{r['sparse_gbps']:6.0f} GB/s ({r['sparse_pct_copy']:4.1f}%), dense {r['dense_ms']*1e3:7.1f} us "
           f"({r['dense_pct_copy']:4.1f}%), speedup {r['speedup']:.2f}x of ideal {r['ideal_speedup']:.2f}x; "
-          f"alone: up {r['up_ms']*1e3:.1f} us, down {r['down_ms']*1e3:.1f} us")
+          f"two gathers {r['unfused_ms']*1e3:.1f} us (up {r['up_ms']*1e3:.1f}, down {r['down_ms']*1e3:.1f} alone)")
 PY
   if [[ "${DS_CUDA_DEJAVU_E2E:-1}" == 1 ]]; then
     mbench="$build/dynsparse-bench"

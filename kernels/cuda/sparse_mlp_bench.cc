@@ -2,8 +2,9 @@
 // at batch 1 (gather GEMV over the kept rows of W1 (+ gate) with fused bias
 // and activation, then the transposed-W2 gather GEMV) against our dense
 // 2-GEMV MLP, each replayed from a CUDA graph, on OPT / Llama MLP shapes.
-// Prints one JSON object per line: time per MLP (and of its up and down
-// halves, each timed alone), bytes read, GB/s, % of the device-to-device
+// Prints one JSON object per line: time per MLP (Backend::GatherMlp: one
+// launch where the fused kernel applies; as the two gathers, `unfused_ms`;
+// and each gather timed alone), bytes read, GB/s, % of the device-to-device
 // copy bandwidth measured in the same process, speedup;
 // then the predictors with their TopK, and the down projection over a
 // transposed W2 (every unit) against the dense one.
@@ -79,8 +80,8 @@ double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
   return ms[ms.size() / 2];
 }
 
-void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
-         int iters) {
+void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
+         double copy_gbps, int iters) {
   const int64_t d = sh.d, inter = sh.inter;
   const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
   const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
@@ -114,16 +115,19 @@ void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
   Tensor y = b.Allocate(DType::kF32, {1, d});
   Tensor up = b.Allocate(DType::kF32, {2 * inter});
   const int per_graph = 4 * copies;
-  const double sparse_ms = TimeGraph(b, per_graph, iters, [&](int i) {
+  // Backend::GatherMlp: one launch (+ the split reduction) where the fused
+  // kernel applies, else the two gathers; `unfused` always runs the two.
+  auto mlp = [&](CudaBackend& be, int i) {
     const Copy& w = c[i % copies];
-    if (sh.gated) {
-      b.GatherGatedLinear(x, w.w_up, w.w_gate, Tensor(), Tensor(), w.ids, act,
-                          &h);
-    } else {
-      b.GatherLinear(x, w.w_up, w.b_up, w.ids, 1, true, act, &h);
-    }
-    b.GatherLinearT(h, w.w_down_t, w.b_down, w.ids, &y);
-  });
+    const Tensor empty;
+    be.GatherMlp(x, w.w_up, w.b_up, sh.gated ? &w.w_gate : nullptr,
+                 sh.gated ? &empty : nullptr, w.w_down_t, w.b_down, w.ids, act,
+                 &h, &y);
+  };
+  const double sparse_ms =
+      TimeGraph(b, per_graph, iters, [&](int i) { mlp(b, i); });
+  const double unfused_ms =
+      TimeGraph(unfused, per_graph, iters, [&](int i) { mlp(unfused, i); });
   // Each half alone (back to back in the graph), to see where the time goes.
   const double up_ms = TimeGraph(b, per_graph, iters, [&](int i) {
     const Copy& w = c[i % copies];
@@ -160,13 +164,14 @@ void Run(CudaBackend& b, const Shape2& sh, double keep, double copy_gbps,
       "\"dense_ms\": %.5f, \"dense_bytes\": %lld, \"dense_gbps\": %.1f, "
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
       "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
-      "\"down_ms\": %.5f}\n",
+      "\"down_ms\": %.5f, \"unfused_ms\": %.5f}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
-      dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms);
+      dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms,
+      unfused_ms);
   std::fflush(stdout);
 }
 
@@ -266,8 +271,16 @@ int main(int argc, char** argv) {
       {"OPT-13B", 5120, 20480, false},   {"OPT-30B", 7168, 28672, false},
       {"Llama-2-7B", 4096, 11008, true},
   };
+  CudaBackendOptions unfused_options;
+  unfused_options.fused_sparse_mlp = false;
+  auto unfused = CudaBackend::Create(unfused_options);
+  if (!unfused.ok()) {
+    std::fprintf(stderr, "no CUDA backend: %s\n",
+                 unfused.status().ToString().c_str());
+    return 1;
+  }
   for (const Shape2& s : shapes) {
-    for (double keep : {0.1, 0.25}) Run(b, s, keep, *bw, iters);
+    for (double keep : {0.1, 0.25}) Run(b, **unfused, s, keep, *bw, iters);
   }
   RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
   RunPredictor(b, 9216, 72, 1000, 0.5, *bw, iters);

@@ -549,11 +549,16 @@ absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
     return LastLaunchStatus("GatherGemvTPartialKernel");
   });
   if (!status.ok()) return status;
+  return ReduceSplits(ctx, scratch, splits, out, rows, bias, y);
+}
+
+absl::Status ReduceSplits(DeviceContext& ctx, const float* partial, int splits,
+                          int64_t out, int64_t rows, const Tensor& bias,
+                          Tensor* y) {
   LaunchKernel(ctx.programmatic_launch(), ReduceSplitsKernel,
                dim3(static_cast<unsigned>(CeilDiv(out, 32)),
                     static_cast<unsigned>(std::min<int64_t>(rows, 65535))),
-               dim3(kReduceWarps * 32), 0, ctx.stream(),
-               static_cast<const float*>(scratch), splits, out,
+               dim3(kReduceWarps * 32), 0, ctx.stream(), partial, splits, out,
                static_cast<int>(rows), bias.empty() ? nullptr : bias.raw_data(),
                bias.empty() ? FloatKind::kNone : ToFloatKind(bias.dtype()),
                y->data<float>());

@@ -45,6 +45,11 @@ int64_t GatherGemvTScratchFloats(const DeviceContext& ctx, int64_t rows,
 absl::Status GatherGemvT(DeviceContext& ctx, const Tensor& x, const Tensor& w_t,
                          const Tensor& bias, const int32_t* ids, int64_t k,
                          float* scratch, Tensor* y);
+// y[r, :] = sum_s partial[r, s, :] + bias, the splits added in a fixed order
+// (GatherGemvT's second launch; FusedSparseMlp's too).
+absl::Status ReduceSplits(DeviceContext& ctx, const float* partial, int splits,
+                          int64_t out, int64_t rows, const Tensor& bias,
+                          Tensor* y);
 // y[r, o] = sum_j x[r, j*uw..] . w[o, ids[r, j]*uw..] + bias[o].
 // A warp computes 1, 2 or 4 output rows: rows_per_warp 0 picks the fewest
 // whose warps all fit on the GPU at once (a partial second wave of blocks

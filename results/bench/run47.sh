@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run 47 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root: every CUDA test (`ctest -L cuda -E ModelSized`), memcheck
-# of the sparse-op tests (the cluster TopK), the sparse MLP kernel benchmark
-# with the defaults ($OUT/sparse_mlp.jsonl, $OUT/dejavu.log) and with the
-# cluster TopK off ($OUT/sparse_mlp_ab.jsonl), the predictor trainer's
+# of the sparse-op tests (the cluster TopK, the one-launch sparse MLP), the
+# sparse MLP kernel benchmark with the defaults ($OUT/sparse_mlp.jsonl,
+# $OUT/dejavu.log: one launch against the two gathers) and with the cluster
+# TopK off ($OUT/sparse_mlp_ab.jsonl), the predictor trainer's
 # one-layer timing when built ($OUT/train_bench.log), and the decode
 # benchmarks of run47_list.txt.
 DS_CUDA_DEJAVU_BENCH=1 DS_CUDA_DEJAVU_E2E=0 RUN_LIST=results/bench/run47_list.txt \

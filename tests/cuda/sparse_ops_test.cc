@@ -259,6 +259,60 @@ TEST_F(SparseOpsTest, GatherGemvsMatchCpu) {
   }
 }
 
+// Backend::GatherMlp of a decode row: CudaBackend's one-launch kernel
+// (sm_90: clusters of 8 column blocks, sparse_mlp.h) against the CPU's two
+// gathers and against the GPU's two gathers (FUSED_MLP off), OPT (ReLU, with
+// biases) and Llama (gated SiLU) forms, f16 and bf16, from one kept unit to
+// splits of ~100 units; hidden 1536 has 96-thread blocks.
+TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
+  CudaBackendOptions unfused_options;
+  unfused_options.fused_sparse_mlp = false;
+  auto unfused = CudaBackend::Create(unfused_options);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    for (const auto& [d, units, k] :
+         {std::tuple<int64_t, int64_t, int64_t>{1536, 300, 1},
+          {1536, 300, 45},
+          {9216, 4096, 410},
+          {9216, 4096, 3000}}) {
+      for (bool gated : {false, true}) {
+        Tensor x = Random({1, d}), w_up = Random({units, d}, dt),
+               w_gate = Random({units, d}, dt), w_t = Random({units, d}, dt);
+        Tensor b_up = gated ? Tensor() : Random({units}, dt);
+        Tensor b_down = gated ? Tensor() : Random({d}, dt);
+        Tensor ids = RandomIds(1, k, units);
+        const Activation act = gated ? Activation::kSilu : Activation::kRelu;
+        Tensor hidden = Tensor::Zeros(DType::kF32, {1, k});
+        Tensor ref = Tensor::Zeros(DType::kF32, {1, d});
+        cpu_.GatherMlp(x, w_up, b_up, gated ? &w_gate : nullptr,
+                       gated ? &b_up : nullptr, w_t, b_down, ids, act, &hidden,
+                       &ref);
+        std::vector<float> outs[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          CudaBackend& gpu = fused ? *gpu_ : **unfused;
+          auto up = [&](const Tensor& t) {
+            auto u = gpu.Upload(t);
+            EXPECT_TRUE(u.ok()) << u.status();
+            return *u;
+          };
+          const Tensor dg = up(w_gate), db = b_up.empty() ? Tensor() : up(b_up);
+          Tensor dh = gpu.Allocate(DType::kF32, {1, k});
+          Tensor dy = gpu.Allocate(DType::kF32, {1, d});
+          gpu.GatherMlp(up(x), up(w_up), db, gated ? &dg : nullptr,
+                        gated ? &db : nullptr, up(w_t),
+                        b_down.empty() ? Tensor() : up(b_down), up(ids), act,
+                        &dh, &dy);
+          outs[fused] = gpu.ToHost(dy).ToF32Vector();
+        }
+        const std::string what = absl::StrCat(DTypeName(dt), " d=", d, " k=", k,
+                                              gated ? " gated" : "");
+        EXPECT_LT(RelErr(outs[1], ref.ToF32Vector()), 1e-5) << what;
+        EXPECT_LT(RelErr(outs[1], outs[0]), 1e-5) << what;
+      }
+    }
+  }
+}
+
 // hd 16 takes the staged vector path, 12 the scalar one; 42 output rows end
 // inside a warp's rows. Automatic rows a warp is 1 at these sizes.
 TEST_F(SparseOpsTest, HeadColumnsMatchCpu) {

@@ -38,11 +38,13 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
       Apply({"DYNSPARSE_CUDA_FLASH_PREFILL=0", "DYNSPARSE_CUDA_FUSE_NORM=0",
              "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1",
              "DYNSPARSE_CUDA_ROUNDED_NORM=0", "DYNSPARSE_CUDA_LAZY_MMA=0",
-             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0"},
+             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0",
+             "DYNSPARSE_CUDA_FUSED_MLP=0"},
             &o)
           .ok());
   EXPECT_FALSE(o.stage_once);
   EXPECT_FALSE(o.topk_cluster);
+  EXPECT_FALSE(o.fused_sparse_mlp);
   EXPECT_FALSE(o.rounded_norm_output);
   EXPECT_FALSE(o.lazy_kv_tensor_cores);
   EXPECT_FALSE(o.flash_prefill_attention);

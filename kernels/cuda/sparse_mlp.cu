@@ -1,0 +1,330 @@
+// DejaVu's sparse MLP for one decode row in one launch (sparse_mlp.h).
+//
+// As two launches (GatherGemv, then GatherGemvT's partial kernel) each half
+// of OPT-66B's keep-0.1 MLP moved 68 MB in ~22 us against ~16 us of bytes:
+// ramp-up, tail and the launch boundary between them (results/bench/
+// h200_run46). Here the transposed gather's grid, 8 column blocks x S splits
+// of the kept units, is launched as clusters of the 8 column blocks of one
+// split. Each block first computes the up projection of an eighth of its
+// split's units (a block reduction per unit), the cluster exchanges those
+// activations through distributed shared memory, and every block then runs
+// the transposed gather over the split's units for its columns, as
+// GatherGemvT does; ReduceSplits sums the splits.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "kernels/cuda/act.cuh"
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/sparse_loads.cuh"
+#include "kernels/cuda/sparse_mlp.h"
+#include "kernels/cuda/sparse_ops.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int kCluster = 8;  // Column blocks of a split (portable size).
+constexpr int kGroups = 4;   // Unit groups of the transposed gather.
+constexpr int kUnroll = 4;   // Its weight loads in flight a thread.
+constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
+constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
+constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
+// Two blocks an SM (<= 40 registers): OPT-66B's 576-thread blocks at 50
+// registers fit two as well, but OPT-175B's 768 would fit one.
+constexpr int kMaxWarps = kMaxThreads / 32;
+
+template <int A>
+__device__ __forceinline__ float Activate(float v) {
+  return Act<static_cast<Activation>(A)>(v);
+}
+
+// Block of 4 * tc threads, tc = d / 64 column threads of 8 columns (d a
+// multiple of 512: whole warps), so each
+// thread holds 2 of the 8-wide chunks of a d-wide row in the up phase
+// (d / 8 chunks over d / 16 threads) and 8 of the block's d / 8 columns in
+// the down phase.
+template <typename T, int A, bool kGated>
+__global__ void __launch_bounds__(kMaxThreads, 2)
+    FusedSparseMlpKernel(const float* __restrict__ x, int d,
+                         const T* __restrict__ w_up, const void* b_up,
+                         FloatKind bk, const T* __restrict__ w_gate,
+                         const void* b_gate, FloatKind gk,
+                         const T* __restrict__ w_down_t,
+                         const int32_t* __restrict__ ids, int k, int splits,
+                         float* __restrict__ partial) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  constexpr int kUpBatch = kGated ? 1 : 2;  // Units whose loads go together.
+  __shared__ int32_t s_units[kMaxSplitUnits];
+  __shared__ float s_h[kMaxSplitUnits];
+  __shared__ float s_mine[kMaxBlockUnits];
+  __shared__ float s_red[kMaxWarps]
+                        [(kGated ? 2 : 1) * kMaxBlockUnits];  // Up, gate.
+  extern __shared__ float s_sum[];  // [kGroups - 1][tc * 8]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int threads = blockDim.x, warps = threads >> 5;
+  const int tc = threads / kGroups;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int s = blockIdx.y;
+  const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
+  const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
+  const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
+  PdlWait();
+
+  // 1. Up projection of this block's units: thread t holds chunks t and
+  // t + threads of x; per unit a warp sum, then the warps' sums in order.
+  float xv[2][8];
+  LoadX8(x + 8 * tid, xv[0]);
+  LoadX8(x + 8 * (tid + threads), xv[1]);
+  for (int i0 = 0; i0 < mine; i0 += kUpBatch) {
+    Raw8<T> up[kUpBatch][2], gate[kGated ? kUpBatch : 1][2];
+#pragma unroll
+    for (int b = 0; b < kUpBatch; ++b) {
+      if (i0 + b < mine) {
+        const int64_t row = ids[j0 + rank + kCluster * (i0 + b)];
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int64_t at = row * d + 8 * (tid + c * threads);
+          LoadRaw8(w_up + at, up[b][c]);
+          if constexpr (kGated) LoadRaw8(w_gate + at, gate[b][c]);
+        }
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kUpBatch; ++b) {
+      if (i0 + b >= mine) break;
+      float acc = 0.f, accg = 0.f;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        float wv[8];
+        Convert8(up[b][c], wv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[c][e], acc);
+        if constexpr (kGated) {
+          Convert8(gate[b][c], wv);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) accg = fmaf(wv[e], xv[c][e], accg);
+        }
+      }
+      acc = WarpSum(acc);
+      if constexpr (kGated) accg = WarpSum(accg);
+      if (lane == 0) {
+        s_red[warp][i0 + b] = acc;
+        if constexpr (kGated) s_red[warp][kMaxBlockUnits + i0 + b] = accg;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < mine) {
+    float sum = 0.f, sumg = 0.f;
+    for (int w = 0; w < warps; ++w) {
+      sum += s_red[w][tid];
+      if constexpr (kGated) sumg += s_red[w][kMaxBlockUnits + tid];
+    }
+    const int64_t row = ids[j0 + rank + kCluster * tid];
+    const float v = sum + LoadAsFloat(b_up, bk, row, 0.f);
+    s_mine[tid] =
+        kGated ? Activate<A>(sumg + LoadAsFloat(b_gate, gk, row, 0.f)) * v
+               : Activate<A>(v);
+  }
+  cluster.sync();
+
+  // 2. The split's activations from every block of the cluster.
+  for (int q = tid; q < n; q += threads) {
+    s_units[q] = ids[j0 + q];
+    s_h[q] = *cluster.map_shared_rank(&s_mine[q / kCluster], q % kCluster);
+  }
+  __syncthreads();
+
+  // 3. Transposed gather over the split's units for this block's columns.
+  const int col = tid % tc, group = tid / tc;
+  const int64_t c0 = (static_cast<int64_t>(rank) * tc + col) * 8;
+  float acc[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+  int q = group;
+  for (; q + (kUnroll - 1) * kGroups < n; q += kUnroll * kGroups) {
+    Raw8<T> raw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      LoadRaw8(
+          w_down_t + static_cast<int64_t>(s_units[q + u * kGroups]) * d + c0,
+          raw[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float wv[8];
+      Convert8(raw[u], wv);
+      const float a = s_h[q + u * kGroups];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
+    }
+  }
+  for (; q < n; q += kGroups) {
+    float wv[8];
+    Load8(w_down_t + static_cast<int64_t>(s_units[q]) * d + c0, wv);
+    const float a = s_h[q];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
+  }
+  if (group > 0) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      s_sum[(group - 1) * tc * 8 + col * 8 + e] = acc[e];
+  }
+  __syncthreads();
+  if (group == 0) {
+    for (int g = 0; g < kGroups - 1; ++g) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] += s_sum[g * tc * 8 + col * 8 + e];
+    }
+    float4* dst =
+        reinterpret_cast<float4*>(partial + static_cast<int64_t>(s) * d + c0);
+    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  }
+  // No block leaves while another may still read its s_mine.
+  cluster.sync();
+#else
+  __trap();  // Launched only on sm_90+ (FusedSparseMlpPlan).
+#endif
+}
+
+size_t DynamicSmem(int64_t d) {
+  return static_cast<size_t>(kGroups - 1) * static_cast<size_t>(d / 8) * 4;
+}
+
+cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, int splits,
+                          cudaLaunchAttribute* attributes) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(kCluster, static_cast<unsigned>(splits));
+  config.blockDim = dim3(static_cast<unsigned>(d / 16));
+  config.dynamicSmemBytes = DynamicSmem(d);
+  config.stream = ctx.stream();
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = kCluster;
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
+  config.numAttrs = ctx.programmatic_launch() ? 2 : 1;
+  return config;
+}
+
+// Calls f with the kernel for the weight type, activation and gating.
+template <typename F>
+absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
+  auto pick = [&](auto t) -> absl::Status {
+    using T = decltype(t);
+    auto by_gate = [&](auto a_tag) -> absl::Status {
+      constexpr int A = decltype(a_tag)::value;
+      return gated ? f(FusedSparseMlpKernel<T, A, true>, t)
+                   : f(FusedSparseMlpKernel<T, A, false>, t);
+    };
+    switch (act) {
+      case Activation::kRelu:
+        return by_gate(
+            std::integral_constant<int, static_cast<int>(Activation::kRelu)>{});
+      case Activation::kSilu:
+        return by_gate(
+            std::integral_constant<int, static_cast<int>(Activation::kSilu)>{});
+      case Activation::kGelu:
+        return by_gate(
+            std::integral_constant<int, static_cast<int>(Activation::kGelu)>{});
+      case Activation::kGeluTanh:
+        return by_gate(
+            std::integral_constant<int,
+                                   static_cast<int>(Activation::kGeluTanh)>{});
+    }
+    return absl::InvalidArgumentError("FusedSparseMlp: unknown activation");
+  };
+  switch (dtype) {
+    case DType::kF16:
+      return pick(__half{});
+    case DType::kBF16:
+      return pick(__nv_bfloat16{});
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("FusedSparseMlp: weights of ", DTypeName(dtype)));
+  }
+}
+
+}  // namespace
+
+int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
+                           bool gated, Activation activation) {
+  // Whole warps of d / 16 threads.
+  if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
+      (dtype != DType::kF16 && dtype != DType::kBF16)) {
+    return 0;
+  }
+  int clusters = 0;
+  const absl::Status status = ByKernel(
+      dtype, activation, gated, [&](auto kernel, auto t) -> absl::Status {
+        cudaLaunchAttribute attributes[2];
+        cudaLaunchConfig_t config = Config(ctx, d, 1, attributes);
+        config.numAttrs = 1;
+        DS_CUDA_RETURN_IF_ERROR(
+            cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+        return absl::OkStatus();
+      });
+  return status.ok() ? std::max(clusters, 0) : 0;
+}
+
+int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
+                         const Tensor* w_gate, const Tensor& w_down_t,
+                         int64_t k) {
+  const int64_t d = x.numel();
+  const bool shape_ok =
+      clusters > 0 && x.dim(0) == 1 && w_up.dim(1) == d &&
+      w_down_t.dim(1) == d && w_down_t.dtype() == w_up.dtype() &&
+      IsAligned(x.raw_data(), 16) && IsAligned(w_up.raw_data(), 16) &&
+      IsAligned(w_down_t.raw_data(), 16) &&
+      (w_gate == nullptr || (w_gate->dtype() == w_up.dtype() &&
+                             IsAligned(w_gate->raw_data(), 16))) &&
+      k > 0;
+  if (!shape_ok) return 0;
+  // One wave of clusters, each split within the shared-memory capacity.
+  const int64_t splits = std::min<int64_t>(clusters, k);
+  if (CeilDiv(k, splits) > kMaxSplitUnits) return 0;
+  return static_cast<int>(splits);
+}
+
+absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
+                            const Tensor& w_up, const Tensor& b_up,
+                            const Tensor* w_gate, const Tensor* b_gate,
+                            const Tensor& w_down_t, const Tensor& b_down,
+                            const int32_t* ids, int64_t k,
+                            Activation activation, int splits, float* scratch,
+                            Tensor* y) {
+  const int64_t d = x.numel();
+  if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FusedSparseMlp: ", k, " units over ", splits, " splits"));
+  }
+  const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
+  RETURN_IF_ERROR(ByKernel(
+      w_up.dtype(), activation, w_gate != nullptr,
+      [&](auto kernel, auto t) -> absl::Status {
+        using T = decltype(t);
+        cudaLaunchAttribute attributes[2];
+        cudaLaunchConfig_t config = Config(ctx, d, splits, attributes);
+        DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
+            &config, kernel, x.data<float>(), static_cast<int>(d),
+            static_cast<const T*>(w_up.raw_data()),
+            b_up.empty() ? nullptr : b_up.raw_data(),
+            b_up.empty() ? FloatKind::kNone : ToFloatKind(b_up.dtype()),
+            w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
+            bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
+            static_cast<const T*>(w_down_t.raw_data()), ids,
+            static_cast<int>(k), splits, scratch));
+        return LastLaunchStatus("FusedSparseMlpKernel");
+      }));
+  return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);
+}
+
+}  // namespace dynsparse::cuda

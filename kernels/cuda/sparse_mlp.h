@@ -1,0 +1,44 @@
+// DejaVu's sparse MLP for one decode row in one launch on sm_90 (plus the
+// split reduction): the up projection over the kept rows of W1 (+ gate) with
+// fused bias and activation, then the transposed gather over the same rows
+// of W2^T (sparse_mlp.cu). Same result as GatherGemv then GatherGemvT up to
+// f32 summation order.
+#ifndef DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
+#define DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/model_config.h"
+#include "core/tensor.h"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+
+// Clusters of FusedSparseMlp's kernel for hidden size d that fit on the GPU
+// at once (cudaOccupancyMaxActiveClusters; a host query worth caching), or
+// 0 when the kernel does not apply: not sm_90, f32 weights, d not a
+// multiple of 512 or above 12288.
+int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
+                           bool gated, Activation activation);
+// Splits of the kept units (one wave of those clusters) for FusedSparseMlp,
+// or 0 when it does not apply to these tensors: more than one row, unaligned
+// data, or more than 256 kept units a split. The caller then runs the two
+// gathers. Scratch: splits * hidden floats.
+int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
+                         const Tensor* w_gate, const Tensor& w_down_t,
+                         int64_t k);
+
+// y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
+// * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
+absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
+                            const Tensor& w_up, const Tensor& b_up,
+                            const Tensor* w_gate, const Tensor* b_gate,
+                            const Tensor& w_down_t, const Tensor& b_down,
+                            const int32_t* ids, int64_t k,
+                            Activation activation, int splits, float* scratch,
+                            Tensor* y);
+
+}  // namespace dynsparse::cuda
+
+#endif  // DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
