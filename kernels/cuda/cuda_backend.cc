@@ -1338,8 +1338,12 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
                             const Tensor* b_gate, const Tensor& w_down_t,
                             const Tensor& b_down, const Tensor& ids,
                             Activation act, Tensor* hidden, Tensor* y) {
+  // Auto: ReLU MLPs of hidden <= 9216 (cuda_backend_options.h).
+  const bool wanted = options_.fused_sparse_mlp == 2 ||
+                      (options_.fused_sparse_mlp == 1 && w_gate == nullptr &&
+                       x.numel() <= 9216);
   int splits = 0;
-  if (options_.fused_sparse_mlp && x.device() == Device::kCuda) {
+  if (wanted && x.device() == Device::kCuda) {
     const auto key = std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
                                      w_gate != nullptr, static_cast<int>(act));
     auto it = fused_mlp_clusters_.find(key);

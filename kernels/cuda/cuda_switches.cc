@@ -35,7 +35,6 @@ constexpr OnOff kOnOff[] = {
     {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
     {"STAGE_ONCE", &Options::stage_once},
     {"TOPK_CLUSTER", &Options::topk_cluster},
-    {"FUSED_MLP", &Options::fused_sparse_mlp},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };
@@ -59,6 +58,8 @@ constexpr Number kNumbers[] = {
     {"SPARSE_ROWS", &Options::sparse_rows_per_warp, 0, "0|2|4"},
     // The tensor-core lazy K/V kernel's two occupancy builds.
     {"LAZY_MMA_BLOCKS", &Options::lazy_kv_mma_blocks_per_sm, 0, "0|2|3"},
+    // The one-launch sparse MLP: never, where measured faster, everywhere.
+    {"FUSED_MLP", &Options::fused_sparse_mlp, 0, "0|1|2"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

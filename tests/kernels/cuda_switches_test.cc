@@ -38,13 +38,11 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
       Apply({"DYNSPARSE_CUDA_FLASH_PREFILL=0", "DYNSPARSE_CUDA_FUSE_NORM=0",
              "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1",
              "DYNSPARSE_CUDA_ROUNDED_NORM=0", "DYNSPARSE_CUDA_LAZY_MMA=0",
-             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0",
-             "DYNSPARSE_CUDA_FUSED_MLP=0"},
+             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0"},
             &o)
           .ok());
   EXPECT_FALSE(o.stage_once);
   EXPECT_FALSE(o.topk_cluster);
-  EXPECT_FALSE(o.fused_sparse_mlp);
   EXPECT_FALSE(o.rounded_norm_output);
   EXPECT_FALSE(o.lazy_kv_tensor_cores);
   EXPECT_FALSE(o.flash_prefill_attention);
@@ -56,16 +54,18 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
 
 TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
-  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
-                     "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
-                     "DYNSPARSE_CUDA_DECODE_CHUNK=16",
-                     "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-                     "DYNSPARSE_CUDA_SPARSE_ROWS=4",
-                     "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2"},
-                    &o)
-                  .ok());
+  ASSERT_TRUE(
+      Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
+             "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
+             "DYNSPARSE_CUDA_DECODE_CHUNK=16",
+             "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
+             "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
+             "DYNSPARSE_CUDA_FUSED_MLP=2"},
+            &o)
+          .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
   EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
+  EXPECT_EQ(o.fused_sparse_mlp, 2);
   EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
