@@ -31,8 +31,8 @@ constexpr int kUnroll = 4;   // Its weight loads in flight a thread.
 constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
 constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
 constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
-// Blocks of up to 576 threads (hidden <= 9216) are built for 3 an SM (32
-// registers), larger ones for 2 (40): more loads in flight than 2 of 576.
+// Two blocks an SM (<= 40 registers): OPT-66B's 576-thread blocks at 50
+// registers fit two as well, but OPT-175B's 768 would fit one.
 constexpr int kMaxWarps = kMaxThreads / 32;
 
 template <int A>
@@ -45,13 +45,8 @@ __device__ __forceinline__ float Activate(float v) {
 // thread holds 2 of the 8-wide chunks of a d-wide row in the up phase
 // (d / 8 chunks over d / 16 threads) and 8 of the block's d / 8 columns in
 // the down phase.
-template <int kBlocksPerSm>
-constexpr int MaxThreads() {
-  return kBlocksPerSm == 3 ? 576 : kMaxThreads;
-}
-
-template <typename T, int A, bool kGated, int kBlocksPerSm>
-__global__ void __launch_bounds__(MaxThreads<kBlocksPerSm>(), kBlocksPerSm)
+template <typename T, int A, bool kGated>
+__global__ void __launch_bounds__(kMaxThreads, 2)
     FusedSparseMlpKernel(const float* __restrict__ x, int d,
                          const T* __restrict__ w_up, const void* b_up,
                          FloatKind bk, const T* __restrict__ w_gate,
@@ -68,9 +63,7 @@ __global__ void __launch_bounds__(MaxThreads<kBlocksPerSm>(), kBlocksPerSm)
   __shared__ float s_mine[kMaxBlockUnits];
   __shared__ float s_red[kMaxWarps]
                         [(kGated ? 2 : 1) * kMaxBlockUnits];  // Up, gate.
-  extern __shared__ float s_dyn[];  // x [d], then [kGroups - 1][tc * 8] sums.
-  float* s_x = s_dyn;
-  float* s_sum = s_dyn + d;
+  extern __shared__ float s_sum[];  // [kGroups - 1][tc * 8]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int threads = blockDim.x, warps = threads >> 5;
   const int tc = threads / kGroups;
@@ -81,15 +74,11 @@ __global__ void __launch_bounds__(MaxThreads<kBlocksPerSm>(), kBlocksPerSm)
   const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
   PdlWait();
 
-  // 1. Up projection of this block's units: thread t takes chunks t and
-  // t + threads of each row (x staged in shared memory: in registers it
-  // cost the third block an SM); per unit a warp sum, then the warps' sums
-  // in order.
-  for (int i = tid; i < d / 4; i += threads) {
-    reinterpret_cast<float4*>(s_x)[i] =
-        __ldg(reinterpret_cast<const float4*>(x) + i);
-  }
-  __syncthreads();
+  // 1. Up projection of this block's units: thread t holds chunks t and
+  // t + threads of x; per unit a warp sum, then the warps' sums in order.
+  float xv[2][8];
+  LoadX8(x + 8 * tid, xv[0]);
+  LoadX8(x + 8 * (tid + threads), xv[1]);
   for (int i0 = 0; i0 < mine; i0 += kUpBatch) {
     Raw8<T> up[kUpBatch][2], gate[kGated ? kUpBatch : 1][2];
 #pragma unroll
@@ -110,18 +99,14 @@ __global__ void __launch_bounds__(MaxThreads<kBlocksPerSm>(), kBlocksPerSm)
       float acc = 0.f, accg = 0.f;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const float4* xc =
-            reinterpret_cast<const float4*>(s_x + 8 * (tid + c * threads));
-        const float4 xa = xc[0], xb = xc[1];
-        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
         float wv[8];
         Convert8(up[b][c], wv);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[e], acc);
+        for (int e = 0; e < 8; ++e) acc = fmaf(wv[e], xv[c][e], acc);
         if constexpr (kGated) {
           Convert8(gate[b][c], wv);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) accg = fmaf(wv[e], xv[e], accg);
+          for (int e = 0; e < 8; ++e) accg = fmaf(wv[e], xv[c][e], accg);
         }
       }
       acc = WarpSum(acc);
@@ -209,9 +194,7 @@ __global__ void __launch_bounds__(MaxThreads<kBlocksPerSm>(), kBlocksPerSm)
 }
 
 size_t DynamicSmem(int64_t d) {
-  return (static_cast<size_t>(d) +
-          static_cast<size_t>(kGroups - 1) * static_cast<size_t>(d / 8)) *
-         4;
+  return static_cast<size_t>(kGroups - 1) * static_cast<size_t>(d / 8) * 4;
 }
 
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, int splits,
@@ -232,27 +215,15 @@ cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, int splits,
   return config;
 }
 
-// Calls f with the kernel for the weight type, activation, gating and
-// block size (hidden d), its dynamic shared memory allowed.
+// Calls f with the kernel for the weight type, activation and gating.
 template <typename F>
-absl::Status ByKernel(int64_t d, DType dtype, Activation act, bool gated,
-                      F&& f) {
+absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
   auto pick = [&](auto t) -> absl::Status {
     using T = decltype(t);
     auto by_gate = [&](auto a_tag) -> absl::Status {
       constexpr int A = decltype(a_tag)::value;
-      auto run = [&](auto kernel) -> absl::Status {
-        DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-            static_cast<int>(DynamicSmem(d))));
-        return f(kernel, t);
-      };
-      if (d / 16 <= MaxThreads<3>()) {
-        return gated ? run(FusedSparseMlpKernel<T, A, true, 3>)
-                     : run(FusedSparseMlpKernel<T, A, false, 3>);
-      }
-      return gated ? run(FusedSparseMlpKernel<T, A, true, 2>)
-                   : run(FusedSparseMlpKernel<T, A, false, 2>);
+      return gated ? f(FusedSparseMlpKernel<T, A, true>, t)
+                   : f(FusedSparseMlpKernel<T, A, false>, t);
     };
     switch (act) {
       case Activation::kRelu:
@@ -293,7 +264,7 @@ int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
   }
   int clusters = 0;
   const absl::Status status = ByKernel(
-      d, dtype, activation, gated, [&](auto kernel, auto t) -> absl::Status {
+      dtype, activation, gated, [&](auto kernel, auto t) -> absl::Status {
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config = Config(ctx, d, 1, attributes);
         config.numAttrs = 1;
@@ -337,7 +308,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   RETURN_IF_ERROR(ByKernel(
-      d, w_up.dtype(), activation, w_gate != nullptr,
+      w_up.dtype(), activation, w_gate != nullptr,
       [&](auto kernel, auto t) -> absl::Status {
         using T = decltype(t);
         cudaLaunchAttribute attributes[2];
