@@ -111,6 +111,28 @@ void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
   (void)cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 
+// A launch of clusters of `cluster_x` blocks (sm_90), with programmatic
+// dependent launch when `pdl`; `attributes` must hold two entries.
+inline cudaLaunchConfig_t ClusterLaunchConfig(dim3 grid, dim3 block,
+                                              size_t smem, cudaStream_t stream,
+                                              unsigned cluster_x, bool pdl,
+                                              cudaLaunchAttribute* attributes) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = cluster_x;
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
+  config.numAttrs = pdl ? 2 : 1;
+  return config;
+}
+
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // How many keys a query at `pos` sees: of the ascending key positions

@@ -199,20 +199,10 @@ size_t DynamicSmem(int64_t d) {
 
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, int splits,
                           cudaLaunchAttribute* attributes) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(kCluster, static_cast<unsigned>(splits));
-  config.blockDim = dim3(static_cast<unsigned>(d / 16));
-  config.dynamicSmemBytes = DynamicSmem(d);
-  config.stream = ctx.stream();
-  attributes[0].id = cudaLaunchAttributeClusterDimension;
-  attributes[0].val.clusterDim.x = kCluster;
-  attributes[0].val.clusterDim.y = 1;
-  attributes[0].val.clusterDim.z = 1;
-  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[1].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attributes;
-  config.numAttrs = ctx.programmatic_launch() ? 2 : 1;
-  return config;
+  return ClusterLaunchConfig(dim3(kCluster, static_cast<unsigned>(splits)),
+                             dim3(static_cast<unsigned>(d / 16)),
+                             DynamicSmem(d), ctx.stream(), kCluster,
+                             ctx.programmatic_launch(), attributes);
 }
 
 // Calls f with the kernel for the weight type, activation and gating.

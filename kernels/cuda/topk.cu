@@ -102,6 +102,95 @@ __device__ __forceinline__ uint32_t WarpMaxU(uint32_t v) {
   return v;
 }
 
+// The need-th largest of `count` candidate keys, and how many copies of it
+// are picked (the first copy's thread writes both); thread-strided.
+__device__ void ThresholdOfCandidates(const uint32_t* candidates, int count,
+                                      int need, int threads,
+                                      uint32_t* threshold, int* need_eq) {
+  for (int t = threadIdx.x; t < count; t += threads) {
+    const uint32_t mine = candidates[t];
+    int greater = 0, equal = 0, equal_before = 0;
+    for (int j = 0; j < count; ++j) {
+      const uint32_t other = candidates[j];
+      greater += other > mine;
+      equal += other == mine;
+      equal_before += other == mine && j < t;
+    }
+    if (equal_before == 0 && greater < need && need <= greater + equal) {
+      *threshold = mine;
+      *need_eq = need - greater;
+    }
+  }
+}
+
+// One radix-select step, by the first warp: lane l owns digits [8l, 8l + 8)
+// of `counts` (256 digit counts at `shift`); finds, from the top, the digit
+// where the count reaches the number still needed, and narrows the prefix.
+__device__ void RadixDigitStep(const int* counts, uint32_t prefix, int shift,
+                               uint32_t* radix_prefix, int* radix_remaining) {
+  const int lane = threadIdx.x & 31;
+  int local[8], sum = 0;
+#pragma unroll
+  for (int d = 0; d < 8; ++d) sum += (local[d] = counts[lane * 8 + d]);
+  int above_incl = sum;  // Sum over this and higher lanes.
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int t = __shfl_down_sync(kFullMask, above_incl, off);
+    if (lane + off < 32) above_incl += t;
+  }
+  const int above = above_incl - sum, still = *radix_remaining;
+  __syncwarp();
+  if (above < still && still <= above_incl) {
+    int cum = above;
+    for (int d = 7; d >= 0; --d) {
+      if (cum + local[d] >= still) {
+        *radix_prefix = prefix | (static_cast<uint32_t>(lane * 8 + d) << shift);
+        *radix_remaining = still - cum;
+        break;
+      }
+      cum += local[d];
+    }
+  }
+}
+
+// A warp's keys above and equal to the threshold in [begin, end), read in
+// steps of 32 up to begin + seg.
+template <typename KeyAt>
+__device__ void CountSegment(KeyAt key_at, int begin, int end, int seg,
+                             uint32_t threshold, int* gt, int* eq) {
+  const int lane = threadIdx.x & 31;
+  int gt_count = 0, eq_count = 0;
+  for (int i = begin + lane; i < begin + seg; i += 32) {
+    const uint32_t key = i < end ? key_at(i) : 0u;
+    gt_count += __popc(__ballot_sync(kFullMask, i < end && key > threshold));
+    eq_count += __popc(__ballot_sync(kFullMask, i < end && key == threshold));
+  }
+  *gt = gt_count;
+  *eq = eq_count;
+}
+
+// Writes a warp's picks of [begin, end) in id order from out[at]: keys above
+// the threshold, and those equal while fewer than need_eq equal ones came
+// before (eq_seen so far). Ids are id_offset + i.
+template <typename KeyAt>
+__device__ void WriteSegmentPicks(KeyAt key_at, int begin, int end, int seg,
+                                  uint32_t threshold, int need_eq, int eq_seen,
+                                  int at, int id_offset, int32_t* out) {
+  const int lane = threadIdx.x & 31;
+  const unsigned below = (1u << lane) - 1u;
+  for (int i = begin + lane; i < begin + seg; i += 32) {
+    const uint32_t key = i < end ? key_at(i) : 0u;
+    const bool gt = i < end && key > threshold;
+    const bool eq = i < end && key == threshold;
+    const unsigned eq_mask = __ballot_sync(kFullMask, eq);
+    const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
+    const unsigned sel_mask = __ballot_sync(kFullMask, sel);
+    if (sel) out[at + __popc(sel_mask & below)] = id_offset + i;
+    eq_seen += __popc(eq_mask);
+    at += __popc(sel_mask);
+  }
+}
+
 template <bool kStaged>
 __global__ void __launch_bounds__(kSelectThreads)
     TopKSelectKernel(const float* scores, int n, int k, int32_t* ids) {
@@ -193,21 +282,8 @@ __global__ void __launch_bounds__(kSelectThreads)
       }
     }
     __syncthreads();
-    if (tid < in_bin) {
-      const uint32_t mine = sh.candidates[tid];
-      int greater = 0, equal = 0, equal_before = 0;
-      for (int j = 0; j < in_bin; ++j) {
-        const uint32_t other = sh.candidates[j];
-        greater += other > mine;
-        equal += other == mine;
-        equal_before += other == mine && j < tid;
-      }
-      // One writer: the first copy of the threshold key.
-      if (equal_before == 0 && greater < need && need <= greater + equal) {
-        sh.threshold = mine;
-        sh.need_eq = need - greater;
-      }
-    }
+    ThresholdOfCandidates(sh.candidates, in_bin, need, kSelectThreads,
+                          &sh.threshold, &sh.need_eq);
     __syncthreads();
   } else {
     // Radix select over the bin's keys, 8 bits at a time from the top;
@@ -235,31 +311,8 @@ __global__ void __launch_bounds__(kSelectThreads)
       }
       __syncthreads();
       if (tid < 32) {
-        // Lane l owns digits [8l, 8l + 8); find, from the top, the digit
-        // where the count reaches the number still needed.
-        int local[8], sum = 0;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) sum += (local[d] = hist[lane * 8 + d]);
-        int above_incl = sum;  // Sum over this and higher lanes.
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-          const int t = __shfl_down_sync(kFullMask, above_incl, off);
-          if (lane + off < 32) above_incl += t;
-        }
-        const int above = above_incl - sum, still = sh.radix_remaining;
-        __syncwarp();
-        if (above < still && still <= above_incl) {
-          int cum = above;
-          for (int d = 7; d >= 0; --d) {
-            if (cum + local[d] >= still) {
-              sh.radix_prefix =
-                  prefix | (static_cast<uint32_t>(lane * 8 + d) << shift);
-              sh.radix_remaining = still - cum;
-              break;
-            }
-            cum += local[d];
-          }
-        }
+        RadixDigitStep(hist, prefix, shift, &sh.radix_prefix,
+                       &sh.radix_remaining);
       }
       mask |= 255u << shift;
       __syncthreads();
@@ -277,13 +330,8 @@ __global__ void __launch_bounds__(kSelectThreads)
   const int need_eq = sh.need_eq;
   const int seg = ((n + kSelectWarps - 1) / kSelectWarps + 31) & ~31;
   const int s0 = warp * seg, s1 = min(n, s0 + seg);
-  const unsigned below = (1u << lane) - 1u;
-  int gt_count = 0, eq_count = 0;
-  for (int i = s0 + lane; i < s0 + seg; i += 32) {
-    const uint32_t key = i < s1 ? key_at(i) : 0u;
-    gt_count += __popc(__ballot_sync(kFullMask, i < s1 && key > threshold));
-    eq_count += __popc(__ballot_sync(kFullMask, i < s1 && key == threshold));
-  }
+  int gt_count, eq_count;
+  CountSegment(key_at, s0, s1, seg, threshold, &gt_count, &eq_count);
   int* warp_gt = sh.hist;  // The histogram is no longer needed.
   int* warp_eq = sh.hist + kSelectWarps;
   if (lane == 0) {
@@ -297,18 +345,8 @@ __global__ void __launch_bounds__(kSelectThreads)
     at += warp_gt[w] + take_eq;
     eq_seen += warp_eq[w];
   }
-  int32_t* out = ids + static_cast<int64_t>(blockIdx.x) * k;
-  for (int i = s0 + lane; i < s0 + seg; i += 32) {
-    const uint32_t key = i < s1 ? key_at(i) : 0u;
-    const bool gt = i < s1 && key > threshold;
-    const bool eq = i < s1 && key == threshold;
-    const unsigned eq_mask = __ballot_sync(kFullMask, eq);
-    const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
-    const unsigned sel_mask = __ballot_sync(kFullMask, sel);
-    if (sel) out[at + __popc(sel_mask & below)] = i;
-    eq_seen += __popc(eq_mask);
-    at += __popc(sel_mask);
-  }
+  WriteSegmentPicks(key_at, s0, s1, seg, threshold, need_eq, eq_seen, at, 0,
+                    ids + static_cast<int64_t>(blockIdx.x) * k);
 }
 
 // ---- Top-K over a cluster of blocks (sm_90) --------------------------------
@@ -494,20 +532,8 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
       at += counts[r];
     }
     __syncthreads();
-    for (int t = tid; t < in_bin; t += kClusterThreads) {
-      const uint32_t mine = sh.candidates[t];
-      int greater = 0, equal = 0, equal_before = 0;
-      for (int j = 0; j < in_bin; ++j) {
-        const uint32_t other = sh.candidates[j];
-        greater += other > mine;
-        equal += other == mine;
-        equal_before += other == mine && j < t;
-      }
-      if (equal_before == 0 && greater < need && need <= greater + equal) {
-        sh.threshold = mine;
-        sh.need_eq = need - greater;
-      }
-    }
+    ThresholdOfCandidates(sh.candidates, in_bin, need, kClusterThreads,
+                          &sh.threshold, &sh.need_eq);
     __syncthreads();
   } else {
     // Radix select over the bin's keys, 8 bits at a time from the top, on
@@ -544,29 +570,8 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
       }
       __syncthreads();
       if (tid < 32) {
-        int local[8], sum = 0;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) sum += (local[d] = total[lane * 8 + d]);
-        int above_incl = sum;
-#pragma unroll
-        for (int off = 1; off < 32; off <<= 1) {
-          const int t = __shfl_down_sync(kFullMask, above_incl, off);
-          if (lane + off < 32) above_incl += t;
-        }
-        const int above = above_incl - sum, still = sh.radix_remaining;
-        __syncwarp();
-        if (above < still && still <= above_incl) {
-          int cum = above;
-          for (int d = 7; d >= 0; --d) {
-            if (cum + local[d] >= still) {
-              sh.radix_prefix =
-                  prefix | (static_cast<uint32_t>(lane * 8 + d) << shift);
-              sh.radix_remaining = still - cum;
-              break;
-            }
-            cum += local[d];
-          }
-        }
+        RadixDigitStep(total, prefix, shift, &sh.radix_prefix,
+                       &sh.radix_remaining);
       }
       mask |= 255u << shift;
       // Every block has read the others' digit counts before they reset.
@@ -585,13 +590,9 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
   const int need_eq = sh.need_eq;
   const int seg = ((len + kClusterWarps - 1) / kClusterWarps + 31) & ~31;
   const int w0 = warp * seg, w1 = min(len, w0 + seg);
-  const unsigned below = (1u << lane) - 1u;
-  int gt_count = 0, eq_count = 0;
-  for (int i = w0 + lane; i < w0 + seg; i += 32) {
-    const uint32_t key = i < w1 ? keys[i] : 0u;
-    gt_count += __popc(__ballot_sync(kFullMask, i < w1 && key > threshold));
-    eq_count += __popc(__ballot_sync(kFullMask, i < w1 && key == threshold));
-  }
+  auto key_of = [&](int i) { return keys[i]; };
+  int gt_count, eq_count;
+  CountSegment(key_of, w0, w1, seg, threshold, &gt_count, &eq_count);
   if (lane == 0) {
     sh.warp_gt[warp] = gt_count;
     sh.warp_eq[warp] = eq_count;
@@ -620,18 +621,8 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
     at += sh.warp_gt[w] + max(0, min(sh.warp_eq[w], need_eq - eq_seen));
     eq_seen += sh.warp_eq[w];
   }
-  int32_t* out = ids + static_cast<int64_t>(row_id) * k;
-  for (int i = w0 + lane; i < w0 + seg; i += 32) {
-    const uint32_t key = i < w1 ? keys[i] : 0u;
-    const bool gt = i < w1 && key > threshold;
-    const bool eq = i < w1 && key == threshold;
-    const unsigned eq_mask = __ballot_sync(kFullMask, eq);
-    const bool sel = gt || (eq && eq_seen + __popc(eq_mask & below) < need_eq);
-    const unsigned sel_mask = __ballot_sync(kFullMask, sel);
-    if (sel) out[at + __popc(sel_mask & below)] = s0 + i;
-    eq_seen += __popc(eq_mask);
-    at += __popc(sel_mask);
-  }
+  WriteSegmentPicks(key_of, w0, w1, seg, threshold, need_eq, eq_seen, at, s0,
+                    ids + static_cast<int64_t>(row_id) * k);
 #else
   __trap();  // Launched only on sm_90+ (TopKRows).
 #endif
@@ -670,20 +661,11 @@ absl::Status TopKRows(DeviceContext& ctx, const Tensor& scores, int64_t k,
           TopKClusterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
           static_cast<int>(slice_bytes)));
     }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(rows * kTopKCluster));
-    config.blockDim = dim3(kClusterThreads);
-    config.dynamicSmemBytes = slice_bytes;
-    config.stream = ctx.stream();
     cudaLaunchAttribute attributes[2];
-    attributes[0].id = cudaLaunchAttributeClusterDimension;
-    attributes[0].val.clusterDim.x = kTopKCluster;
-    attributes[0].val.clusterDim.y = 1;
-    attributes[0].val.clusterDim.z = 1;
-    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attributes;
-    config.numAttrs = ctx.programmatic_launch() ? 2 : 1;
+    cudaLaunchConfig_t config = ClusterLaunchConfig(
+        dim3(static_cast<unsigned>(rows * kTopKCluster)), dim3(kClusterThreads),
+        slice_bytes, ctx.stream(), kTopKCluster, ctx.programmatic_launch(),
+        attributes);
     DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
         &config, TopKClusterKernel, scores.data<float>(), static_cast<int>(n),
         static_cast<int>(k), static_cast<int>(slice), ids->data<int32_t>()));
