@@ -85,7 +85,7 @@ struct SelectShared {
   uint32_t candidates[kMaxCandidates];
   uint32_t warp_min[kSelectWarps], warp_max[kSelectWarps];
   int warp_sum[kSelectWarps];
-  int bin, need, candidate_count, need_eq, radix_remaining;
+  int bin, need, in_bin, candidate_count, need_eq, radix_remaining;
   uint32_t threshold, radix_prefix;
 };
 
@@ -191,6 +191,35 @@ __device__ void WriteSegmentPicks(KeyAt key_at, int begin, int end, int seg,
   }
 }
 
+// Block prefix scan of kBinsT bin counts from the top, two bins a thread
+// (thread t: bins kBinsT-1-2t and kBinsT-2-2t): the bin holding the k-th
+// largest, how many of it are needed, and its count. counts(b) gives bin b's
+// count; warp_sum holds a value per warp.
+template <int kBinsT, typename Counts>
+__device__ void FindThresholdBin(int k, Counts counts, int* warp_sum, int* bin,
+                                 int* need, int* in_bin) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int b_hi = kBinsT - 1 - 2 * tid;
+  const int c_hi = counts(b_hi), c_lo = counts(b_hi - 1);
+  int incl = c_hi + c_lo;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, incl, off);
+    if (lane >= off) incl += t;
+  }
+  if (lane == 31) warp_sum[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += warp_sum[w];
+  const int excl = incl - c_hi - c_lo;
+  if (excl < k && k <= incl) {
+    const bool in_hi = excl + c_hi >= k;
+    *bin = in_hi ? b_hi : b_hi - 1;
+    *need = k - (in_hi ? excl : excl + c_hi);
+    *in_bin = in_hi ? c_hi : c_lo;
+  }
+  __syncthreads();
+}
+
 template <bool kStaged>
 __global__ void __launch_bounds__(kSelectThreads)
     TopKSelectKernel(const float* scores, int n, int k, int32_t* ids) {
@@ -253,25 +282,10 @@ __global__ void __launch_bounds__(kSelectThreads)
     atomicAdd(&sh.hist[bin_of(key_at(i))], 1);
   }
   __syncthreads();
-  const int b_hi = kBins - 1 - 2 * tid;
-  const int c_hi = sh.hist[b_hi], c_lo = sh.hist[b_hi - 1];
-  int incl = c_hi + c_lo;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, incl, off);
-    if (lane >= off) incl += t;
-  }
-  if (lane == 31) sh.warp_sum[warp] = incl;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) incl += sh.warp_sum[w];
-  const int excl = incl - c_hi - c_lo;
-  if (excl < k && k <= incl) {
-    const bool in_hi = excl + c_hi >= k;
-    sh.bin = in_hi ? b_hi : b_hi - 1;
-    sh.need = k - (in_hi ? excl : excl + c_hi);
-  }
-  __syncthreads();
-  const int bin = sh.bin, need = sh.need, in_bin = sh.hist[bin];
+  FindThresholdBin<kBins>(
+      k, [&](int b) { return sh.hist[b]; }, sh.warp_sum, &sh.bin, &sh.need,
+      &sh.in_bin);
+  const int bin = sh.bin, need = sh.need, in_bin = sh.in_bin;
 
   // 3. The threshold key: the need-th largest key of the bin.
   if (in_bin <= kMaxCandidates) {
@@ -383,33 +397,6 @@ struct ClusterShared {
   uint32_t threshold, radix_prefix;
 };
 
-// Block scan of counts over kClusterBins bins, from the top: the bin holding
-// the k-th largest and how many of it are needed (sh.bin, sh.need,
-// sh.in_bin). counts(b) gives bin b's cluster-wide count.
-template <typename Counts>
-__device__ void FindThresholdBin(ClusterShared& sh, int k, Counts counts) {
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int b_hi = kClusterBins - 1 - 2 * tid;
-  const int c_hi = counts(b_hi), c_lo = counts(b_hi - 1);
-  int incl = c_hi + c_lo;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, incl, off);
-    if (lane >= off) incl += t;
-  }
-  if (lane == 31) sh.warp_sum[warp] = incl;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) incl += sh.warp_sum[w];
-  const int excl = incl - c_hi - c_lo;
-  if (excl < k && k <= incl) {
-    const bool in_hi = excl + c_hi >= k;
-    sh.bin = in_hi ? b_hi : b_hi - 1;
-    sh.need = k - (in_hi ? excl : excl + c_hi);
-    sh.in_bin = in_hi ? c_hi : c_lo;
-  }
-  __syncthreads();
-}
-
 __global__ void __launch_bounds__(kClusterThreads, 2)
     TopKClusterKernel(const float* scores, int n, int k, int slice,
                       int32_t* ids) {
@@ -494,14 +481,17 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
   cluster.sync();
 
   // 3. The threshold bin from the cluster's counts.
-  FindThresholdBin(sh, k, [&](int b) {
-    int sum = 0;
+  FindThresholdBin<kClusterBins>(
+      k,
+      [&](int b) {
+        int sum = 0;
 #pragma unroll 4
-    for (int r = 0; r < kTopKCluster; ++r) {
-      sum += *cluster.map_shared_rank(&sh.hist[b], r);
-    }
-    return sum;
-  });
+        for (int r = 0; r < kTopKCluster; ++r) {
+          sum += *cluster.map_shared_rank(&sh.hist[b], r);
+        }
+        return sum;
+      },
+      sh.warp_sum, &sh.bin, &sh.need, &sh.in_bin);
   const int bin = sh.bin, need = sh.need, in_bin = sh.in_bin;
   // Nobody reads another block's histogram after this (radix reuses it).
   cluster.sync();
