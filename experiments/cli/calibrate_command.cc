@@ -256,6 +256,16 @@ absl::Status PrepareDejavuJob(const Job& job, std::ostream& log) {
   if (options.calib_tokens > 0) request.tokens = options.calib_tokens;
   request.training.mlp.rank = options.mlp_rank;
   request.training.heads.rank = options.head_rank;
+  // Trained where the job's model runs unless the job says otherwise.
+  std::string device = options.train_device;
+  if (device.empty()) device = job.model.device == "cuda" ? "cuda" : "cpu";
+  request.training.mlp.device = device;
+  request.training.heads.device = device;
+  // Before the dense run: a missing GPU should not cost a calibration.
+  if (absl::Status s = CheckTrainDevice(device); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("dejavu train_device '", device,
+                                               "': ", s.message()));
+  }
   request.train = true;
   request.reuse_data = true;
   // The folder usually lives under results/: keep the predictors (MBs), not

@@ -54,7 +54,7 @@ const std::vector<std::string>& DejavuParameterNames() {
       "dense_first_mlp",  "dense_last_mlp",  "dense_first_heads",
       "dense_last_heads", "execution",       "seed",
       "calib_corpus",     "calib_tokens",    "mlp_rank",
-      "head_rank"};
+      "head_rank",        "train_device"};
   return *kNames;
 }
 
@@ -118,6 +118,12 @@ absl::StatusOr<DejavuOptions> ParseDejavuOptions(const MethodArgs& args) {
   ASSIGN_OR_RETURN(o.calib_tokens, NonNegative(args, "calib_tokens"));
   ASSIGN_OR_RETURN(o.mlp_rank, NonNegative(args, "mlp_rank"));
   ASSIGN_OR_RETURN(o.head_rank, NonNegative(args, "head_rank"));
+  o.train_device = args.GetString("train_device", "");
+  if (!o.train_device.empty() && o.train_device != "cpu" &&
+      o.train_device != "cuda") {
+    return Bad("train_device",
+               absl::StrCat("'", o.train_device, "' (valid: cpu, cuda)"));
+  }
   return o;
 }
 

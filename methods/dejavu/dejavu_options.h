@@ -38,6 +38,8 @@ struct DejavuOptions {
   int64_t calib_tokens = 0;  // 0 = default.
   int64_t mlp_rank = 0;      // 0 = DefaultMlpRank.
   int64_t head_rank = 0;     // 0 = DefaultHeadRank.
+  // Where they are trained: "cpu", "cuda", or "" = the job's model device.
+  std::string train_device;
 };
 
 // Every key the method accepts (the registry lists them).

@@ -1,5 +1,7 @@
 #include "methods/dejavu/train_predictors.h"
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "methods/dejavu/calibration.h"
@@ -42,9 +44,15 @@ absl::StatusOr<nlohmann::json> TrainAllPredictors(
     const std::string& dir, const ModelConfig& config,
     const TrainAllOptions& given,
     const std::function<void(const std::string&)>& log) {
-  // A missing GPU fails here, not after the first layer's samples are read.
-  RETURN_IF_ERROR(CheckTrainDevice(given.mlp.device));
-  RETURN_IF_ERROR(CheckTrainDevice(given.heads.device));
+  // A missing GPU fails here, not after the first layer's samples are read;
+  // each device is opened once for every layer.
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainDevice> mlp_device,
+                   TrainDevice::Open(given.mlp.device));
+  std::unique_ptr<TrainDevice> heads_device;
+  if (given.heads.device != given.mlp.device) {
+    ASSIGN_OR_RETURN(heads_device, TrainDevice::Open(given.heads.device));
+  }
+  TrainDevice& heads_trainer = heads_device ? *heads_device : *mlp_device;
   ASSIGN_OR_RETURN(const CalibrationData data, OpenCalibration(dir, config));
   TrainAllOptions options = given;
   if (options.mlp.rank <= 0) options.mlp.rank = DefaultMlpRank(config);
@@ -65,8 +73,8 @@ absl::StatusOr<nlohmann::json> TrainAllPredictors(
       };
       ASSIGN_OR_RETURN(
           TrainResult trained,
-          TrainPredictor(samples, heads ? options.heads : options.mlp,
-                         layer_log));
+          (heads ? heads_trainer : *mlp_device)
+              .Train(samples, heads ? options.heads : options.mlp, layer_log));
       entry[part] = trained.metrics;
       (heads ? set.heads : set.mlp).push_back(std::move(trained.weights));
     }

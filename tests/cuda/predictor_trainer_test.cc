@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,27 @@ TEST_F(PredictorTrainerTest, TrainPredictorOnCudaUsesTheGpu) {
   absl::StatusOr<TrainResult> gpu = TrainPredictor(Samples(), o);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_EQ(gpu->metrics["device"], "cuda");
+}
+
+// One opened device trains predictor after predictor on the same context
+// (TrainAllPredictors), each the same as on a fresh one.
+TEST_F(PredictorTrainerTest, AnOpenedDeviceTrainsManyPredictors) {
+  TrainOptions o = Options();
+  o.epochs = 1;
+  o.device = "cuda";
+  absl::StatusOr<std::unique_ptr<TrainDevice>> device =
+      TrainDevice::Open("cuda");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<TrainResult> first = (*device)->Train(Samples(), o);
+  absl::StatusOr<TrainResult> second = (*device)->Train(Samples(), o);
+  absl::StatusOr<TrainResult> fresh = TrainPredictor(Samples(), o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(second->metrics["device"], "cuda");
+  // Same seed: the recall agrees up to reduction order.
+  EXPECT_NEAR(second->best_recall, fresh->best_recall, 1e-3);
+  EXPECT_NEAR(first->best_recall, fresh->best_recall, 1e-3);
 }
 
 TEST_F(PredictorTrainerTest, BadInputsAreErrors) {

@@ -10,6 +10,7 @@
 #include "experiments/harness/runner.h"
 #include "gtest/gtest.h"
 #include "methods/dejavu/predictor_set.h"
+#include "methods/dejavu/train_device.h"
 #include "tests/experiments/harness_fakes.h"
 #include "tests/test_paths.h"
 
@@ -127,11 +128,33 @@ TEST(PrepareDejavuJobTest, CalibratesAndTrainsAMissingFolder) {
   EXPECT_EQ(meta["head_rank"], 8);
   // 600 text tokens in windows of 511 + BOS: 2 windows.
   EXPECT_EQ(meta["calibration"]["tokens"], 602);
+  // Trained where the job's model runs (no train_device given).
+  EXPECT_EQ(meta["training"]["mlp"]["device"], "cpu");
+  EXPECT_EQ(meta["training"]["heads"]["device"], "cpu");
   // Second time: the folder exists, nothing is done.
   std::ostringstream again;
   EXPECT_TRUE(PrepareDejavuJob(job, again).ok());
   EXPECT_TRUE(again.str().empty());
   fs::remove_all(dir);
+}
+
+TEST(PrepareDejavuJobTest, AMissingTrainDeviceFailsBeforeCalibrating) {
+  if (CheckTrainDevice("cuda").ok()) {
+    GTEST_SKIP() << "this machine trains on CUDA";
+  }
+  const std::string dir =
+      (fs::temp_directory_path() / absl::StrCat("dejavu_nogpu_", getpid()))
+          .string();
+  fs::remove_all(dir);
+  std::ostringstream log;
+  const absl::Status s = PrepareDejavuJob(
+      DejavuJob(testing::SourcePath("models/ref-opt"),
+                {{"predictors", dir}, {"train_device", "cuda"}}),
+      log);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("train_device 'cuda'"), std::string::npos) << s;
+  EXPECT_TRUE(log.str().empty()) << log.str();
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 }  // namespace

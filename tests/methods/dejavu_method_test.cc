@@ -284,6 +284,7 @@ TEST(DejavuMethodTest, BadArgumentsNameTheParameter) {
   expect_error({"mlp_keep=0.5"}, "'predictors'");
   expect_error({"predictors=random:x"}, "random:D");
   expect_error({"selector=oracle", "execution=fast"}, "'execution'");
+  expect_error({"selector=oracle", "train_device=tpu"}, "'train_device'");
   expect_error({"selector=oracle", "mlp_keep=0.5", "mlp_keep_layers=0.5"},
                "not both");
   auto m = Make({"selector=oracle", "head_keep_layers=0.5,0.5"});

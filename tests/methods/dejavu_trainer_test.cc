@@ -4,6 +4,7 @@
 // options, samples and devices are errors that say what is wrong (device "cuda"
 // without a GPU or without CUDA in the build names --train-device). The CUDA
 // trainer against this one: tests/cuda/predictor_trainer_test.cc.
+#include <memory>
 #include <random>
 
 #include "gmock/gmock.h"
@@ -81,6 +82,22 @@ TEST(DejavuTrainerTest, UnknownTrainDeviceNamesTheFlag) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status().message(),
               HasSubstr("--train-device 'tpu' (valid: cpu, cuda)"));
+}
+
+TEST(DejavuTrainerTest, AnOpenedDeviceTrainsOnlyOptionsNamingIt) {
+  const LayerSamples s = testing::TeacherSamples(50, 16, 12, 6);
+  absl::StatusOr<std::unique_ptr<TrainDevice>> cpu = TrainDevice::Open("cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  // Two predictors on one opened device, as TrainAllPredictors does.
+  TrainOptions o = SmallOptions();
+  ASSERT_TRUE((*cpu)->Train(s, o).ok());
+  auto again = (*cpu)->Train(s, o);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->metrics["device"], "cpu");
+  o.device = "cuda";
+  auto other = (*cpu)->Train(s, o);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("opened on cpu"));
 }
 
 TEST(DejavuTrainerTest, CudaWithoutAGpuIsAClearError) {
