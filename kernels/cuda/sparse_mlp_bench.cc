@@ -252,8 +252,12 @@ void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
 int main(int argc, char** argv) {
   using namespace dynsparse::cuda;
   int iters = 20;
+  // --shape NAME (repeatable) times only those MLP shapes and skips the
+  // predictor and down-of-all timings, for quick A/B runs of one kernel.
+  std::vector<std::string> only;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
@@ -284,8 +288,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const Shape2& s : shapes) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), s.name) == only.end()) {
+      continue;
+    }
     for (double keep : {0.1, 0.25}) Run(b, **unfused, s, keep, *bw, iters);
   }
+  if (!only.empty()) return 0;
   RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
   RunPredictor(b, 9216, 72, 1000, 0.5, *bw, iters);
   RunPredictor(b, 12288, 49152, 1000, 0.1, *bw, iters);

@@ -273,7 +273,9 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
          {std::tuple<int64_t, int64_t, int64_t>{1536, 300, 1},
           {1536, 300, 45},
           {9216, 4096, 410},
-          {9216, 4096, 3000}}) {
+          {9216, 4096, 3000},
+          // 768-thread blocks (hidden > 9216), loads before the barrier.
+          {12288, 1024, 600}}) {
       for (bool gated : {false, true}) {
         Tensor x = Random({1, d}), w_up = Random({units, d}, dt),
                w_gate = Random({units, d}, dt), w_t = Random({units, d}, dt);
