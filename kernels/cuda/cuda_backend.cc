@@ -1338,10 +1338,9 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
                             const Tensor* b_gate, const Tensor& w_down_t,
                             const Tensor& b_down, const Tensor& ids,
                             Activation act, Tensor* hidden, Tensor* y) {
-  // Auto: ReLU MLPs of hidden <= 9216 (cuda_backend_options.h).
+  // Auto: MLPs of hidden <= 9216 (cuda_backend_options.h).
   const bool wanted = options_.fused_sparse_mlp == 2 ||
-                      (options_.fused_sparse_mlp == 1 && w_gate == nullptr &&
-                       x.numel() <= 9216);
+                      (options_.fused_sparse_mlp == 1 && x.numel() <= 9216);
   int splits = 0;
   if (wanted && x.device() == Device::kCuda) {
     const auto key = std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/flash_prefill.h"
 #include "kernels/cuda/mma_f16.cuh"
@@ -66,24 +67,6 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4],
       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
       : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
       : "r"(addr));
-}
-
-// 16 bytes global -> shared, asynchronously; zero-filled when !valid (the
-// source address must still be a valid one).
-__device__ __forceinline__ void CpAsync16(__half* dst, const __half* src,
-                                          bool valid) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr),
-               "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void CpAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 template <int D>
