@@ -133,23 +133,16 @@ class Profiler : public Method {
   static nlohmann::json PartJson(const PartStats& s, int64_t units,
                                  const std::vector<double>& keeps) {
     const double rows = std::max<int64_t>(1, s.curve.rows);
-    nlohmann::json at = nlohmann::json::array();
-    for (double keep : keeps) {
-      const int64_t k = LabelCount(keep, units);
-      at.push_back({{"keep", keep},
-                    {"k", k},
-                    {"recall", s.curve.RecallAt(k)},
-                    {"precision", s.curve.PrecisionAt(k)}});
-    }
-    return {{"units", units},
-            {"tokens", s.curve.rows},
-            {"zero_fraction", s.values > 0 ? double(s.zeros) / s.values : 0.0},
-            {"units_for_95pct_mass", s.units_95 / rows},
-            {"units_for_99pct_mass", s.units_99 / rows},
-            {"label_density", s.curve.positives / (rows * units)},
-            {"k_for_recall_0.95", s.curve.KForRecall(0.95)},
-            {"k_for_recall_0.99", s.curve.KForRecall(0.99)},
-            {"at_keep", at}};
+    // Recall, precision and the K for 95/99% recall as training reports
+    // them; "tokens" here for the curve's rows.
+    nlohmann::json out = RecallCurveMetrics(s.curve, units, keeps);
+    out.erase("rows");
+    out["units"] = units;
+    out["tokens"] = s.curve.rows;
+    out["zero_fraction"] = s.values > 0 ? double(s.zeros) / s.values : 0.0;
+    out["units_for_95pct_mass"] = s.units_95 / rows;
+    out["units_for_99pct_mass"] = s.units_99 / rows;
+    return out;
   }
 
   const ModelConfig& config_;
