@@ -59,12 +59,13 @@ struct StageTile {
 
 template <typename T, int A, bool kGated>
 __global__ void __launch_bounds__(kMaxThreads, 2)
-    FusedSparseMlpKernel(
-        const float* __restrict__ x, int d, const T* __restrict__ w_up,
-        const void* b_up, FloatKind bk, const T* __restrict__ w_gate,
-        const void* b_gate, FloatKind gk, const T* __restrict__ w_down_t,
-        const int32_t* __restrict__ ids, int k, int splits,
-        float* __restrict__ partial) {
+    FusedSparseMlpKernel(const float* __restrict__ x, int d,
+                         const T* __restrict__ w_up, const void* b_up,
+                         FloatKind bk, const T* __restrict__ w_gate,
+                         const void* b_gate, FloatKind gk,
+                         const T* __restrict__ w_down_t,
+                         const int32_t* __restrict__ ids, int k, int splits,
+                         float* __restrict__ partial) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -153,10 +154,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int my_n = n > group ? (n - group + kGroups - 1) / kGroups : 0;
   auto copy_down = [&](int m) {
     if (m < my_n) {
-      CpAsync16(
-          slot(m % kDownStages),
-          w_down_t +
-              static_cast<int64_t>(ids[j0 + group + kGroups * m]) * d + c0);
+      CpAsync16(slot(m % kDownStages),
+                w_down_t +
+                    static_cast<int64_t>(ids[j0 + group + kGroups * m]) * d +
+                    c0);
     }
     CpAsyncCommit();
   };
@@ -214,9 +215,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 // (16 bytes a thread each, d / 16 threads) and s_sum.
 size_t StagingSmem(int64_t d, bool gated) {
   const int64_t threads = d / 16;
-  const int64_t up = int64_t{gated ? 2 : 1} * 2 *
-                     (gated ? StageTile<true>::kUpStages
-                            : StageTile<false>::kUpStages);
+  const int64_t up =
+      int64_t{gated ? 2 : 1} * 2 *
+      (gated ? StageTile<true>::kUpStages : StageTile<false>::kUpStages);
   const int64_t slots = std::max<int64_t>(up, StageTile<false>::kDownStages);
   return std::max<size_t>(static_cast<size_t>(slots * threads * 16),
                           static_cast<size_t>(kGroups - 1) * (d / 8) * 4);
@@ -224,11 +225,10 @@ size_t StagingSmem(int64_t d, bool gated) {
 
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
                           int splits, cudaLaunchAttribute* attributes) {
-  return ClusterLaunchConfig(
-      dim3(kCluster, static_cast<unsigned>(splits)),
-      dim3(static_cast<unsigned>(d / 16)),
-      StagingSmem(d, gated), ctx.stream(),
-      kCluster, ctx.programmatic_launch(), attributes);
+  return ClusterLaunchConfig(dim3(kCluster, static_cast<unsigned>(splits)),
+                             dim3(static_cast<unsigned>(d / 16)),
+                             StagingSmem(d, gated), ctx.stream(), kCluster,
+                             ctx.programmatic_launch(), attributes);
 }
 
 // Calls f with the kernel for the weight type, activation and gating.
