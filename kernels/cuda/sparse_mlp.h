@@ -31,6 +31,9 @@ int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
 
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
+// `splits` comes from FusedSparseMlpSplits, so FusedSparseMlpClusters has run
+// for this kernel: it also opts the kernel into the shared memory it stages
+// weights in (up to 96 KB a block).
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor& w_up, const Tensor& b_up,
                             const Tensor* w_gate, const Tensor* b_gate,
