@@ -61,6 +61,10 @@ struct KernelArgs {
   const float* new_v = nullptr;
   float* k_out = nullptr;
   float* v_out = nullptr;
+  // Decode: ask L2 for the block's cached keys and values before waiting on
+  // the kernel that writes q (LaunchDecode sets it where positions are the
+  // only index and they were staged before the step).
+  bool prefetch_kv = false;
 };
 
 __device__ __forceinline__ int KeyRow(const KernelArgs& a, int j) {
@@ -786,6 +790,27 @@ __global__ void __launch_bounds__(kThreads)
   CombineChunks(a, blockIdx.x, blockIdx.y);
 }
 
+// The cached keys and values this block will read (rows below the row's
+// position), prefetched into L2 while the previous kernel finishes: they do
+// not depend on it, and under PDL this block is often resident before it
+// ends. Hints only: a stale position just prefetches other cache rows.
+template <int kChunkKeys>
+__device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
+  const int pos = a.positions[blockIdx.z];
+  const int key_begin = blockIdx.x * kChunkKeys;
+  const int key_end = min(min(pos, a.max_keys), key_begin + kChunkKeys);
+  const int lines = (a.head_dim + 31) / 32;  // 128-byte lines a row.
+  const int64_t col0 = static_cast<int64_t>(blockIdx.y / a.group) * a.head_dim;
+  for (int i = threadIdx.x; i < 2 * lines * (key_end - key_begin);
+       i += kThreads) {
+    const int key = key_begin + i / (2 * lines);
+    const float* cache = (i & 1) != 0 ? a.v : a.k;
+    const float* p = cache + static_cast<int64_t>(key) * a.kv_stride + col0 +
+                     32 * ((i >> 1) % lines);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+  }
+}
+
 // Grid (chunks, heads, rows). Without a key list key j is cache row j; with
 // one, the grid covers the listed keys only (their count is known on the
 // host: token steps run eagerly) and each key is checked against the row's
@@ -794,6 +819,7 @@ template <int D, bool kNewRow, int kKeysPerWarp>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
+  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys>(a);
   PdlWait();
   const int chunk = blockIdx.x;
   const int h = blockIdx.y;
@@ -977,8 +1003,14 @@ absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
 }
 
 template <int D, bool kNewRow>
-absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& a,
+absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                           int64_t chunk_keys) {
+  KernelArgs a = args;
+  // Head ids and key lists may come from side work joined just before this
+  // launch, so only plain decode prefetches (0.4-0.7% of a dense decode
+  // step, results/bench/h200_run58).
+  a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
+                  ctx.programmatic_launch();
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
   // Shorter chunks only where DecodeChunkKeys allows them (head_dim 128).
