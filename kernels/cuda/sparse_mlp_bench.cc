@@ -9,7 +9,9 @@
 // then the predictors with their TopK, and the down projection over a
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
-//   dynsparse_sparse_mlp_bench [--iters N]
+//   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...]
+// (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
+// timings; for quick A/B runs.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
