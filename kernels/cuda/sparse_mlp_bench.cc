@@ -33,6 +33,19 @@ struct Shape2 {
   bool gated;
 };
 
+constexpr Shape2 kShapes[] = {
+    {"OPT-66B", 9216, 36864, false},   {"OPT-175B", 12288, 49152, false},
+    {"OPT-13B", 5120, 20480, false},   {"OPT-30B", 7168, 28672, false},
+    {"Llama-2-7B", 4096, 11008, true},
+};
+
+bool IsShapeName(const std::string& name) {
+  for (const Shape2& s : kShapes) {
+    if (name == s.name) return true;
+  }
+  return false;
+}
+
 #define BENCH_CHECK(expr)                                             \
   do {                                                                \
     const auto& s_ = (expr);                                          \
@@ -254,12 +267,18 @@ void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
 int main(int argc, char** argv) {
   using namespace dynsparse::cuda;
   int iters = 20;
-  // --shape NAME (repeatable) times only those MLP shapes and skips the
-  // predictor and down-of-all timings, for quick A/B runs of one kernel.
-  std::vector<std::string> only;
+  std::vector<std::string> only;  // --shape: see the top comment.
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
+  }
+  for (const std::string& name : only) {
+    if (!IsShapeName(name)) {
+      std::fprintf(stderr, "--shape '%s': unknown (valid:", name.c_str());
+      for (const Shape2& s : kShapes) std::fprintf(stderr, " %s", s.name);
+      std::fprintf(stderr, ")\n");
+      return 2;
+    }
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
@@ -276,11 +295,6 @@ int main(int argc, char** argv) {
   BENCH_CHECK(bw.status());
   std::fprintf(stderr, "%s, copy bandwidth %.0f GB/s\n",
                b.context().info().DebugString().c_str(), *bw);
-  const Shape2 shapes[] = {
-      {"OPT-66B", 9216, 36864, false},   {"OPT-175B", 12288, 49152, false},
-      {"OPT-13B", 5120, 20480, false},   {"OPT-30B", 7168, 28672, false},
-      {"Llama-2-7B", 4096, 11008, true},
-  };
   CudaBackendOptions unfused_options;
   unfused_options.fused_sparse_mlp = 0;
   auto unfused = CudaBackend::Create(unfused_options);
@@ -289,7 +303,7 @@ int main(int argc, char** argv) {
                  unfused.status().ToString().c_str());
     return 1;
   }
-  for (const Shape2& s : shapes) {
+  for (const Shape2& s : kShapes) {
     if (!only.empty() &&
         std::find(only.begin(), only.end(), s.name) == only.end()) {
       continue;
