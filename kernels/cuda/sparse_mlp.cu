@@ -55,6 +55,10 @@ struct StageTile {
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
   static constexpr int kUpStages = kGated ? 2 : 4;
   static constexpr int kDownStages = 8;
+  // 16-byte slots a thread: 2 chunks a row in the up phase, 1 a unit in the
+  // transposed gather (the phases reuse them).
+  static constexpr int kSlots =
+      std::max(kRowsPerUnit * 2 * kUpStages, kDownStages);
 };
 
 template <typename T, int A, bool kGated>
@@ -214,12 +218,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 // Dynamic shared memory: the larger of the two phases' slots
 // (16 bytes a thread each, d / 16 threads) and s_sum.
 size_t StagingSmem(int64_t d, bool gated) {
-  const int64_t threads = d / 16;
-  const int64_t up =
-      int64_t{gated ? 2 : 1} * 2 *
-      (gated ? StageTile<true>::kUpStages : StageTile<false>::kUpStages);
-  const int64_t slots = std::max<int64_t>(up, StageTile<false>::kDownStages);
-  return std::max<size_t>(static_cast<size_t>(slots * threads * 16),
+  const int64_t slots =
+      gated ? StageTile<true>::kSlots : StageTile<false>::kSlots;
+  return std::max<size_t>(static_cast<size_t>(slots * (d / 16) * 16),
                           static_cast<size_t>(kGroups - 1) * (d / 8) * 4);
 }
 
