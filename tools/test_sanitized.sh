@@ -3,7 +3,8 @@
 # CPU test there, so memory errors and UB in tests fail CI instead of passing
 # silently. -O1 keeps the suite fast enough for the 2-core CI machine while the
 # stacks stay readable; tests and the experiment glue compile at -O0 (their
-# CMakeLists), which halves their build time without slowing the suite. Usage: tools/test_sanitized.sh [extra ctest args...]
+# CMakeLists), which halves their build time without slowing the suite.
+# Usage: tools/test_sanitized.sh [extra ctest args...]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="${DYNSPARSE_ASAN_BUILD:-$repo/build-asan}"
