@@ -18,6 +18,7 @@
 #include "core/graph/rope.h"
 #include "core/graph/unit_selection.h"
 #include "core/model_config.h"
+#include "core/model_weights.h"
 #include "core/tensor.h"
 
 namespace dynsparse {
@@ -99,6 +100,18 @@ struct InputNorm {
   const Tensor* weight = nullptr;
   const Tensor* bias = nullptr;
   double eps = 0.0;
+};
+
+// One decode row through every decoder layer (Backend::DecodeStack): the
+// residual x enters after the embedding and leaves before the final norm.
+struct DecodeStackArgs {
+  const ModelConfig* config = nullptr;
+  const std::vector<LayerWeights>* layers = nullptr;
+  const RopeTable* rope = nullptr;
+  absl::Span<Tensor* const> k_caches;  // One per layer, as Attention's.
+  absl::Span<Tensor* const> v_caches;
+  int32_t position = 0;  // Of the row; the caches hold positions below it.
+  Tensor* x = nullptr;   // f32 [1, hidden], updated in place.
 };
 
 // What a backend says at the end of one Session::Forward step.
@@ -264,6 +277,11 @@ class Backend {
                             const Tensor& b_up, const Tensor& b_gate,
                             Activation activation, const Tensor& w_down,
                             const Tensor& b_down, Tensor* up, Tensor* gate);
+  // The plain dense route's layers all at once (CUDA: one persistent
+  // kernel), for a method that keeps every head and neuron. False, having
+  // done nothing, where the backend does not run this model so; Session then
+  // runs the layers one by one.
+  virtual bool DecodeStack(const DecodeStackArgs& args) { return false; }
   // Copies a host tensor (any dtype) to this backend's device, e.g. the
   // predictor weights a method brings. CPU: the tensor itself.
   virtual absl::StatusOr<Tensor> Upload(const Tensor& host);

@@ -98,6 +98,10 @@ class Method {
   // (on a device short of memory it transposes W2 in place, and the layer's
   // dense MLP would then lose its fused kernels).
   virtual bool MaySparsifyNeurons(int64_t layer) const { return true; }
+  // True when SelectHeads and SelectNeurons keep everything at every layer,
+  // with no side work: a decode row's layers may then run as one
+  // Backend::DecodeStack call.
+  virtual bool KeepsEverything() const { return false; }
 
   // Calibration (`dynsparse calibrate`): when observes() is true the graph
   // hands the method host f32 copies of what sparsity labels are made of,

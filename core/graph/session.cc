@@ -188,7 +188,7 @@ absl::StatusOr<Tensor> Session::RunStep(Tensor x,
     absl::Status s =
         RunTokenLayers(positions, phase, first_logit_row, &x, &pending);
     if (!s.ok()) return s;
-  } else {
+  } else if (!RunDecodeStack(positions, &x)) {
     for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
       RunLayer(layer, phase, positions, &x, &pending);
     }
@@ -332,6 +332,24 @@ InputNorm Session::NormOf(const Tensor& weight, const Tensor& bias) const {
   norm.bias = &bias;
   norm.eps = config_.norm_eps;
   return norm;
+}
+
+bool Session::RunDecodeStack(absl::Span<const int32_t> positions, Tensor* x) {
+  if (!PlainDenseRow(x->dim(0)) || !method_.KeepsEverything()) return false;
+  std::vector<Tensor*> keys(config_.num_layers), values(config_.num_layers);
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    keys[layer] = &cache_.keys(layer);
+    values[layer] = &cache_.values(layer);
+  }
+  DecodeStackArgs args;
+  args.config = &config_;
+  args.layers = &weights_.layers;
+  args.rope = &rope_;
+  args.k_caches = keys;
+  args.v_caches = values;
+  args.position = positions.back();
+  args.x = x;
+  return backend_.DecodeStack(args);
 }
 
 void Session::RunLayer(int64_t layer, Phase phase,

@@ -86,6 +86,10 @@ class Session {
   Tensor EmbedDevice(const Tensor& tokens, absl::Span<const int32_t> positions);
   Tensor AddPositions(const Tensor& embedded,
                       absl::Span<const int32_t> positions);
+  // A one-row step of a method that keeps everything, on the plain dense
+  // route: every layer in one Backend::DecodeStack call. False when the
+  // backend declines; nothing has run then.
+  bool RunDecodeStack(absl::Span<const int32_t> positions, Tensor* x);
   // `pending` carries a pre-norm block's output until the next norm adds it
   // to the residual stream x (Backend::AddNorm); post-norm models add at once.
   // `rows_changed`: LayerSite::rows_changed of the layer's SelectHeads.

@@ -10,6 +10,7 @@
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_switches.h"
+#include "kernels/cuda/decode_stack.h"
 #include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/flash_prefill.h"
 #include "kernels/cuda/gemv.h"
@@ -17,6 +18,7 @@
 #include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
+#include "kernels/cuda/op_signature.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sparse_mlp.h"
 #include "kernels/cuda/sparse_ops.h"
@@ -92,19 +94,6 @@ bool Adjacent(absl::Span<const Tensor* const> parts) {
   return true;
 }
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 33);
-}
-
-uint64_t MixTensor(uint64_t h, const Tensor& t) {
-  h = Mix(h, reinterpret_cast<uintptr_t>(t.empty() ? nullptr : t.raw_data()));
-  h = Mix(h, static_cast<uint64_t>(t.dtype()));
-  for (int64_t d : t.shape()) h = Mix(h, static_cast<uint64_t>(d));
-  return h;
-}
-
 // The backend name's note on prefill attention: the old kernel, or a
 // flash block shape other than the default.
 std::string FlashPrefillName(const CudaBackendOptions& options) {
@@ -162,6 +151,12 @@ absl::Status CudaBackend::Init() {
   DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(attention_counters_.raw_data(), 0,
                                           attention_counters_.bytes(),
                                           ctx_->stream()));
+  absl::StatusOr<Tensor> barrier =
+      AllocateDevice(*ctx_, DType::kI32, {kDecodeStackBarrierWords});
+  if (!barrier.ok()) return barrier.status();
+  stack_barrier_ = *barrier;
+  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+      stack_barrier_.raw_data(), 0, stack_barrier_.bytes(), ctx_->stream()));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
   for (int half = 0; half < 2; ++half) {
     DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_[half]));

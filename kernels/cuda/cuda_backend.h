@@ -65,6 +65,9 @@ class CudaBackend : public Backend {
   DeviceContext& context() { return *ctx_; }
   DevicePool& pool() { return *pool_; }
   const CudaGraphStats& graph_stats() const { return stats_; }
+  // Decode steps whose layers ran as one DecodeStack kernel (eager,
+  // captured or replayed).
+  int64_t decode_stack_steps() const { return stack_steps_; }
   // Forgets the captured graph (the next decode step runs eagerly again).
   void DropGraph();
 
@@ -120,6 +123,8 @@ class CudaBackend : public Backend {
                 const Tensor& b_up, const Tensor& b_gate, Activation activation,
                 const Tensor& w_down, const Tensor& b_down, Tensor* up,
                 Tensor* gate, Tensor* y) override;
+  // cuda_backend_stack.cc: the persistent decode kernel (decode_stack.h).
+  bool DecodeStack(const DecodeStackArgs& args) override;
   bool FusesInputNorm() const override {
     return options_.fused_ops && options_.fuse_norm;
   }
@@ -332,6 +337,12 @@ class CudaBackend : public Backend {
   // Zeroed ints the decode attention kernel uses to merge its key chunks in
   // the same launch (attention.h); every launch leaves them zero.
   Tensor attention_counters_;
+  // The decode stack kernel's grid barrier (two zeroed words it leaves
+  // zero), and its verdict on the last shape asked (decode_stack.h).
+  Tensor stack_barrier_;
+  std::string stack_shape_key_;
+  std::string stack_unsupported_;
+  int64_t stack_steps_ = 0;
 
   // Step and graph state.
   bool in_step_ = false;

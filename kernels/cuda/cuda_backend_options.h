@@ -105,6 +105,12 @@ struct CudaBackendOptions {
   // slower, results/bench/h200_run47, h200_run54), 2 wherever it applies.
   // DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
+  // With fused_ops and fuse_norm, a dense decode row runs every decoder
+  // layer in one persistent kernel (decode_stack.h) where the shape allows
+  // it. Off by default: it is still slower than the kernels of each layer
+  // (H200, results/bench/h200_run61..65: Llama-2-7B 5.6 vs 3.9 ms, OPT-6.7B
+  // 4.5 vs 4.1 ms). DYNSPARSE_CUDA_DECODE_STACK=1 turns it on.
+  bool decode_stack = false;
 };
 
 }  // namespace dynsparse::cuda

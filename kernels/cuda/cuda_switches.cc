@@ -18,10 +18,12 @@ constexpr absl::string_view kPrefix = "DYNSPARSE_CUDA_";
 
 using Options = CudaBackendOptions;
 
-// "0" turns a fusion or kernel off; "1" leaves the option as it was given.
+// "0" turns a fusion or kernel off; "1" leaves the option as it was given,
+// except for the options that are off by default, which "1" turns on.
 struct OnOff {
   absl::string_view name;
   bool Options::*field;  // nullptr: read where it applies.
+  bool one_turns_on = false;
 };
 constexpr OnOff kOnOff[] = {
     {"FUSE", &Options::fused_ops},
@@ -35,6 +37,7 @@ constexpr OnOff kOnOff[] = {
     {"LAZY_MMA", &Options::lazy_kv_tensor_cores},
     {"STAGE_ONCE", &Options::stage_once},
     {"TOPK_CLUSTER", &Options::topk_cluster},
+    {"DECODE_STACK", &Options::decode_stack, /*one_turns_on=*/true},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };
@@ -102,7 +105,9 @@ absl::Status ApplyOne(absl::string_view name, absl::string_view value,
   for (const OnOff& s : kOnOff) {
     if (s.name != name) continue;
     if (value != "0" && value != "1") return BadValue(name, value, "0 or 1");
-    if (s.field != nullptr && value == "0") options->*s.field = false;
+    if (s.field != nullptr && (value == "0" || s.one_turns_on)) {
+      options->*s.field = value == "1";
+    }
     return absl::OkStatus();
   }
   for (const Number& s : kNumbers) {

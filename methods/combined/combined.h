@@ -52,6 +52,10 @@ class CombinedMethod : public Method {
   SparseExecution execution() const override {
     return head_neuron_->execution();
   }
+  // Token pruning keeps the layer loop (Session checks SelectsTokens first).
+  bool KeepsEverything() const override {
+    return head_neuron_->KeepsEverything();
+  }
   // Calibration observes the head/neuron side's labels.
   bool observes() const override { return head_neuron_->observes(); }
   void ObserveHeads(const LayerSite& site, const Tensor& context) override {

@@ -20,6 +20,7 @@ class DenseMethod : public Method {
   absl::Status Attach(const ModelConfig& config, Backend& backend) override {
     return absl::OkStatus();
   }
+  bool KeepsEverything() const override { return true; }
 };
 
 }  // namespace dynsparse

@@ -52,6 +52,16 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
   EXPECT_TRUE(o.split_prefill_attention);
 }
 
+// The decode stack is off by default, so its "1" turns it on.
+TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
+  CudaBackendOptions o;
+  EXPECT_FALSE(o.decode_stack);
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1"}, &o).ok());
+  EXPECT_TRUE(o.decode_stack);
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=0"}, &o).ok());
+  EXPECT_FALSE(o.decode_stack);
+}
+
 TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
   ASSERT_TRUE(
