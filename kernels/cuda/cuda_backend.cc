@@ -192,7 +192,8 @@ std::string CudaBackend::name() const {
       options_.fused_ops && !options_.fused_decode_attention
           ? ", unfused attention"
           : "",
-      ctx_->gemv_early_loads() ? "" : ", late GEMV loads", ")");
+      ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
+      options_.decode_stack ? ", decode stack" : "", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {

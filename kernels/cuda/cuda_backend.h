@@ -337,8 +337,9 @@ class CudaBackend : public Backend {
   // Zeroed ints the decode attention kernel uses to merge its key chunks in
   // the same launch (attention.h); every launch leaves them zero.
   Tensor attention_counters_;
-  // The decode stack kernel's grid barrier (two zeroed words it leaves
-  // zero), and its verdict on the last shape asked (decode_stack.h).
+  // The decode stack kernel's grid barrier and per-head counters
+  // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict
+  // on the last shape asked (decode_stack.h).
   Tensor stack_barrier_;
   std::string stack_shape_key_;
   std::string stack_unsupported_;

@@ -108,8 +108,8 @@ struct CudaBackendOptions {
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer
-  // (H200, results/bench/h200_run61..65: Llama-2-7B 5.6 vs 3.9 ms, OPT-6.7B
-  // 4.5 vs 4.1 ms). DYNSPARSE_CUDA_DECODE_STACK=1 turns it on.
+  // (H200, results/bench/h200_run66: Llama-2-7B 4.74 vs 3.88 ms, OPT-6.7B
+  // 4.36 vs 4.11 ms). DYNSPARSE_CUDA_DECODE_STACK=1 turns it on.
   bool decode_stack = false;
 };
 
