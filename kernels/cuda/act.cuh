@@ -1,7 +1,7 @@
 // Device activation functions shared by the elementwise kernels
-// (activation.cu) and the gated GEMV (gemv.cu), so a fused kernel computes
-// exactly the same f32 values as the unfused pair. Formulas match
-// kernels/cpu (expf/erff/tanhf are the accurate CUDA versions).
+// (activation.cu), the GEMVs (gemv.cu) and the decode stack, so a fused
+// kernel computes exactly the same f32 values as the unfused pair. Formulas
+// match kernels/cpu (expf/erff/tanhf are the accurate CUDA versions).
 #ifndef DYNSPARSE_KERNELS_CUDA_ACT_CUH_
 #define DYNSPARSE_KERNELS_CUDA_ACT_CUH_
 
@@ -20,6 +20,23 @@ __device__ __forceinline__ float Act(float v) {
   } else {
     const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);
     return 0.5f * v * (1.0f + tanhf(inner));
+  }
+}
+
+// Act<A>(v) for the Activation numbered `activation` (a runtime value, as
+// kernel arguments carry it); any other number leaves v as it is.
+__device__ __forceinline__ float ActByCode(int activation, float v) {
+  switch (activation) {
+    case static_cast<int>(Activation::kRelu):
+      return Act<Activation::kRelu>(v);
+    case static_cast<int>(Activation::kSilu):
+      return Act<Activation::kSilu>(v);
+    case static_cast<int>(Activation::kGelu):
+      return Act<Activation::kGelu>(v);
+    case static_cast<int>(Activation::kGeluTanh):
+      return Act<Activation::kGeluTanh>(v);
+    default:
+      return v;
   }
 }
 

@@ -531,10 +531,9 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
   const auto put = [&](float x0, float x1, int i, int half, float c, float sn,
                        bool turn, int slot, float* cache) {
     if (turn) {
-      const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
-      const float r1 = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sn));
-      x0 = r0;
-      x1 = r1;
+      const float2 r = RotatePair(x0, x1, c, sn);
+      x0 = r.x;
+      x1 = r.y;
     }
     smem[slot * D + i] = x0;
     if (half > 0) smem[slot * D + i + half] = x1;

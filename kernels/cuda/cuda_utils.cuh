@@ -153,6 +153,16 @@ __device__ __forceinline__ int VisibleKeyCount(const int32_t* key_pos,
   return lo;
 }
 
+// RoPE's rotate-half rotation of the pair (x[i], x[i + half]) by the angle
+// of cosine c and sine s. Round-to-nearest products and sums, so no FMA
+// contraction changes the bits relative to kernels/cpu; every kernel that
+// rotates calls this, so fused and unfused paths agree bit for bit.
+__device__ __forceinline__ float2 RotatePair(float a, float b, float c,
+                                             float s) {
+  return make_float2(__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)),
+                     __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s)));
+}
+
 // Rounds to T (round to nearest even, like __float2half_rn) and stores one
 // value, or four with one 8-byte (f16/bf16) or 16-byte (f32) store: `dst`
 // aligned to 4 x sizeof(T). The two give the same bits.

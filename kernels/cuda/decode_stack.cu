@@ -380,19 +380,6 @@ __device__ void LoadExtras(const Params& p, int layer, int phase, int u0,
   }
 }
 
-__device__ __forceinline__ float Activate(int activation, float v) {
-  switch (static_cast<Activation>(activation)) {
-    case Activation::kRelu:
-      return Act<Activation::kRelu>(v);
-    case Activation::kSilu:
-      return Act<Activation::kSilu>(v);
-    case Activation::kGelu:
-      return Act<Activation::kGelu>(v);
-    default:
-      return Act<Activation::kGeluTanh>(v);
-  }
-}
-
 // Unit u (the block's i-th) done: its row sums over the block.
 template <bool kGated>
 __device__ void Epilogue(const Params& p, int phase, int u, int i,
@@ -403,8 +390,8 @@ __device__ void Epilogue(const Params& p, int phase, int u, int i,
       __stcg(p.qkv + u, y);
       break;
     case kUp:
-      __stcg(p.h + u, kGated ? Activate(p.activation, a1 + e.gate_bias[i]) * y
-                             : Activate(p.activation, y));
+      __stcg(p.h + u, kGated ? ActByCode(p.activation, a1 + e.gate_bias[i]) * y
+                             : ActByCode(p.activation, y));
       break;
     default:  // kOut, kDown: into the residual stream.
       __stcg(p.x + u, e.residual[i] + y);
@@ -529,8 +516,9 @@ __device__ __forceinline__ float4 Rotate(float4 v, const float* inv_freq,
   for (int j = 0; j < 4; ++j) {
     float s, c;
     sincosf(__fmul_rn(position, inv_freq[i0 + j]), &s, &c);
-    in[j] = low ? __fsub_rn(__fmul_rn(in[j], c), __fmul_rn(partner[j], s))
-                : __fadd_rn(__fmul_rn(in[j], c), __fmul_rn(partner[j], s));
+    // This lane holds x[i] (low) or x[i + half]; its partner the other.
+    in[j] = low ? RotatePair(in[j], partner[j], c, s).x
+                : RotatePair(partner[j], in[j], c, s).y;
   }
   return make_float4(in[0], in[1], in[2], in[3]);
 }
@@ -706,24 +694,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   CpAsyncWait<0>();
 }
 
-// Calls f(kernel, shared memory bytes) with the build for this dtype and
-// MLP, opted into its shared memory.
+// Calls f(kernel) with the build for this dtype and MLP.
 template <typename F>
 absl::Status WithKernel(const DecodeStackShape& shape, F&& f) {
-  auto run = [&](auto kernel, size_t smem) -> absl::Status {
-    const cudaError_t e = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smem));
-    if (e != cudaSuccess) {
-      return absl::InternalError(absl::StrCat(
-          "DecodeStack: shared memory opt-in: ", cudaGetErrorString(e)));
-    }
-    return f(kernel, smem);
-  };
   auto by_mlp = [&](auto type) -> absl::Status {
     using T = decltype(type);
-    return shape.gated ? run(DecodeStackKernel<T, true>, kSmemBytes)
-                       : run(DecodeStackKernel<T, false>, kSmemBytes);
+    return shape.gated ? f(DecodeStackKernel<T, true>)
+                       : f(DecodeStackKernel<T, false>);
   };
   if (shape.dtype == DType::kF16) return by_mlp(__half{});
   if (shape.dtype == DType::kBF16) return by_mlp(__nv_bfloat16{});
@@ -774,11 +751,15 @@ std::string DecodeStackUnsupported(const DeviceContext& ctx,
                          ctx.info().device);
   if (cooperative == 0) return "no cooperative launch";
   int blocks = 0;
-  const absl::Status s = WithKernel(shape, [&](auto kernel, size_t smem) {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-               &blocks, kernel, kThreads, smem) == cudaSuccess
+  // The opt-in into the kernel's shared memory, once, before the launches.
+  const absl::Status s = WithKernel(shape, [&](auto kernel) {
+    return cudaFuncSetAttribute(kernel,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(kSmemBytes)) == cudaSuccess &&
+                   cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                       &blocks, kernel, kThreads, kSmemBytes) == cudaSuccess
                ? absl::OkStatus()
-               : absl::InternalError("occupancy query");
+               : absl::InternalError("shared memory opt-in or occupancy");
   });
   if (!s.ok() || blocks < 1) return "no room for a block on an SM";
   return "";
@@ -794,8 +775,9 @@ absl::Status DecodeStack(DeviceContext& ctx, const DecodeStackShape& shape,
                          absl::Span<const DecodeStackLayer> layers,
                          const int32_t* position, const float* inv_freq,
                          float* x, float* scratch, unsigned* barrier) {
-  // DecodeStackUnsupported (device queries, cached by the caller) has
-  // accepted the shape; only the layer count is checked again here.
+  // DecodeStackUnsupported (device queries and the shared memory opt-in,
+  // cached by the caller) has accepted the shape; only the layer count is
+  // checked again here.
   if (layers.empty() || layers.size() > kDecodeStackMaxLayers) {
     return absl::InvalidArgumentError(
         absl::StrCat("DecodeStack: ", layers.size(), " layers"));
@@ -831,11 +813,11 @@ absl::Status DecodeStack(DeviceContext& ctx, const DecodeStackShape& shape,
       p.unit_begin[phase][b] = static_cast<int>(units[phase] * b / grid);
     }
   }
-  return WithKernel(shape, [&](auto kernel, size_t smem) {
+  return WithKernel(shape, [&](auto kernel) {
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(static_cast<unsigned>(ctx.sm_count()));
     config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
+    config.dynamicSmemBytes = kSmemBytes;
     config.stream = ctx.stream();
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeCooperative;

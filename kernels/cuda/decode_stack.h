@@ -63,7 +63,9 @@ struct DecodeStackShape {
 // Why the kernel does not run this shape on this device, or "" when it
 // does: head_dim 128, f16/bf16 weights, widths multiples of 8 and at most
 // 16384, at most kDecodeStackMaxLayers layers and kDecodeStackMaxHeads
-// heads, at most 512 rows of a projection per SM, cooperative launch.
+// heads, at most 512 rows of a projection per SM, cooperative launch. It
+// also opts the kernel into its shared memory, so DecodeStack runs only
+// shapes it has accepted.
 std::string DecodeStackUnsupported(const DeviceContext& ctx,
                                    const DecodeStackShape& shape,
                                    int64_t layers);

@@ -160,19 +160,7 @@ __device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
     sum *= inv;
   }
   const float v = sum + LoadAsFloat(a.bias, a.bias_kind, row, 0.0f);
-  if (row < a.act_from_row) return v;
-  switch (a.act) {
-    case static_cast<int>(Activation::kRelu):
-      return Act<Activation::kRelu>(v);
-    case static_cast<int>(Activation::kSilu):
-      return Act<Activation::kSilu>(v);
-    case static_cast<int>(Activation::kGelu):
-      return Act<Activation::kGelu>(v);
-    case static_cast<int>(Activation::kGeluTanh):
-      return Act<Activation::kGeluTanh>(v);
-    default:
-      return v;
-  }
+  return row < a.act_from_row ? v : ActByCode(a.act, v);
 }
 
 // Writes one finished dot product: to y (+ bias) or, when K is split across

@@ -211,9 +211,9 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
       sincosf(angle, &sn, &cs);
       float* kp = a.k_cache + pos_list[p] * stride +
                   static_cast<int64_t>(g) * a.head_dim;
-      const float x0 = kp[i], x1 = kp[i + half];
-      kp[i] = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-      kp[i + half] = __fadd_rn(__fmul_rn(x1, cs), __fmul_rn(x0, sn));
+      const float2 r = RotatePair(kp[i], kp[i + half], cs, sn);
+      kp[i] = r.x;
+      kp[i + half] = r.y;
     }
   }
   const int slot = a.step[1];

@@ -39,12 +39,9 @@ __global__ void RopeKernel(float* x, const int32_t* positions,
     const int64_t h = idx / half;
     const int64_t i = idx - h * half;
     float* p = v + h * 2 * half;
-    const float a = p[i];
-    const float b = p[i + half];
-    const float c = cos_t[i];
-    const float s = sin_t[i];
-    p[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    p[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+    const float2 r = RotatePair(p[i], p[i + half], cos_t[i], sin_t[i]);
+    p[i] = r.x;
+    p[i + half] = r.y;
   }
 }
 
@@ -110,12 +107,9 @@ __global__ void RopeWriteKvKernel(float* q, float* k, const float* v,
     float a = p[i];
     float b = p[i + half];
     if (turn) {
-      const float c = cos_t[i];
-      const float sn = sin_t[i];
-      const float ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, sn));
-      const float rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, sn));
-      a = ra;
-      b = rb;
+      const float2 r = RotatePair(a, b, cos_t[i], sin_t[i]);
+      a = r.x;
+      b = r.y;
       p[i] = a;
       p[i + half] = b;
     }
