@@ -1,6 +1,7 @@
-// The `longctx` metric: passkey retrieval (task: passkey; context lengths and
-// depths as lists) or a LongBench-style jsonl file (task: longbench) scored by
-// QA F1, ROUGE-L, classification accuracy or code edit similarity.
+// The `longctx` metric: passkey retrieval (task: passkey, or passkey_followup
+// with a second key asked after the answer; context lengths and depths as
+// lists) or a LongBench-style jsonl file (task: longbench) scored by QA F1,
+// ROUGE-L, classification accuracy or code edit similarity.
 #include "experiments/metrics/longctx_metric.h"
 
 #include <algorithm>
@@ -24,12 +25,13 @@ namespace {
 constexpr char kDefaultPrompt[] = "{context}\n\nQuestion: {input}\nAnswer:";
 
 struct LongctxOptions {
-  std::string task;  // "passkey" | "longbench"
-  // passkey
+  std::string task;  // "passkey" | "passkey_followup" | "longbench"
+  // passkey, passkey_followup
   std::vector<int64_t> contexts = {1024};
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int64_t trials = 5;
   int64_t seed = 0;
+  double pass_key_depth = 1.0;  // passkey_followup: the asked, unscored key.
   // longbench
   std::string file;
   std::string score = "qa_f1";
@@ -77,20 +79,31 @@ class LongctxMetric : public Metric {
           " keys per (context, depth); answer log-likelihood: the key's "
           "tokens teacher-forced as decode steps (nats)");
     }
+    if (o_.task == "passkey_followup") {
+      return absl::StrCat(
+          "passkey follow-up: the prompt asks for a pass key (at depth ",
+          o_.pass_key_depth,
+          "), its answer and a second question about a secret number (at "
+          "the cell's depth) are teacher-forced as decode steps, then the "
+          "secret number is generated greedily and its log-likelihood "
+          "scored; ",
+          o_.trials, " keys per (context, depth)");
+    }
     return absl::StrCat("LongBench-style ", o_.score, " on ", o_.file,
                         ", greedy ", MaxNew(), " tokens");
   }
 
   absl::StatusOr<std::vector<MetricRow>> Run(
       const MetricModel& model, const ProgressFn& progress) override {
-    return o_.task == "passkey" ? RunPasskey(model, progress)
-                                : RunLongbench(model, progress);
+    return IsPasskey() ? RunPasskey(model, progress)
+                       : RunLongbench(model, progress);
   }
 
  private:
+  bool IsPasskey() const { return o_.task != "longbench"; }
+
   int64_t MaxNew() const {
-    return o_.max_new_tokens > 0 ? o_.max_new_tokens
-                                 : (o_.task == "passkey" ? 8 : 32);
+    return o_.max_new_tokens > 0 ? o_.max_new_tokens : (IsPasskey() ? 8 : 32);
   }
 
   absl::StatusOr<std::vector<MetricRow>> RunPasskey(
@@ -109,11 +122,16 @@ class LongctxMetric : public Metric {
         std::vector<double> logprob, per_token;
         TokenWork work;
         for (int64_t t = 0; t < o_.trials; ++t) {
-          auto p = MakePasskeyPrompt(*model.tokenizer, context - MaxNew(),
-                                     depth, o_.seed * 1000003 + t);
+          PasskeySpec spec;
+          spec.depth = depth;
+          spec.seed = o_.seed * 1000003 + t;
+          spec.followup = o_.task == "passkey_followup";
+          spec.pass_key_depth = o_.pass_key_depth;
+          auto p =
+              MakePasskeyPrompt(*model.tokenizer, context - MaxNew(), spec);
           if (!p.ok()) return p.status();
-          auto trial = RunPasskeyTrial(session, p->tokens, p->answer, MaxNew(),
-                                       stop_ids);
+          auto trial = RunPasskeyTrial(session, p->tokens, p->bridge, p->answer,
+                                       MaxNew(), stop_ids);
           if (!trial.ok()) return trial.status();
           found.push_back(PasskeyFound(
               model.tokenizer->Decode(trial->generated, true), p->key));
@@ -146,7 +164,7 @@ class LongctxMetric : public Metric {
     const auto [low, high] = WilsonInterval(hits, n);
     MetricRow acc;
     acc.metric = "passkey_acc";
-    acc.task = absl::StrCat("passkey@", context, "/", depth);
+    acc.task = absl::StrCat(o_.task, "@", context, "/", depth);
     acc.value = static_cast<double>(hits) / static_cast<double>(n);
     acc.stderr_value =
         MeanStderr(std::vector<double>(found.begin(), found.end())).second;
@@ -267,17 +285,18 @@ absl::StatusOr<std::unique_ptr<Metric>> CreateLongctx(const MetricParams& p) {
   LongctxOptions o;
   auto task = p.GetString("task", "passkey");
   if (!task.ok()) return task.status();
-  if (*task != "passkey" && *task != "longbench") {
-    return Bad(
-        p, "task",
-        absl::StrCat("unknown task '", *task, "' (valid: passkey, longbench)"));
+  if (*task != "passkey" && *task != "passkey_followup" &&
+      *task != "longbench") {
+    return Bad(p, "task",
+               absl::StrCat("unknown task '", *task,
+                            "' (valid: passkey, passkey_followup, longbench)"));
   }
   o.task = *task;
   auto max_new = p.GetInt("max_new_tokens", 0);
   if (!max_new.ok()) return max_new.status();
   if (*max_new < 0) return Bad(p, "max_new_tokens", "must be >= 0");
   o.max_new_tokens = *max_new;
-  if (o.task == "passkey") {
+  if (o.task != "longbench") {
     auto contexts = p.GetIntList("context", o.contexts);
     auto depths = p.GetStringList("depth", {});
     auto trials = p.GetInt("trials", o.trials);
@@ -300,6 +319,16 @@ absl::StatusOr<std::unique_ptr<Metric>> CreateLongctx(const MetricParams& p) {
       o.depths.push_back(v);
     }
     if (*trials < 1) return Bad(p, "trials", "must be >= 1");
+    auto pass_key_depth = p.GetDouble("pass_key_depth", o.pass_key_depth);
+    if (!pass_key_depth.ok()) return pass_key_depth.status();
+    if (*pass_key_depth < 0 || *pass_key_depth > 1) {
+      return Bad(p, "pass_key_depth",
+                 absl::StrCat("must be in [0, 1], got ", *pass_key_depth));
+    }
+    o.pass_key_depth = *pass_key_depth;
+    if (o.task == "passkey" && p.Has("pass_key_depth")) {
+      return Bad(p, "pass_key_depth", "applies to task passkey_followup only");
+    }
     o.contexts = *contexts;
     o.trials = *trials;
     o.seed = *seed;
@@ -339,8 +368,8 @@ MetricInfo LongctxMetricInfo() {
   return {"longctx",
           "passkey retrieval, or LongBench-style jsonl scored by QA F1 / "
           "ROUGE-L / classification / code similarity",
-          {"task", "context", "depth", "trials", "seed", "file", "score",
-           "prompt", "limit", "max_length", "max_new_tokens"},
+          {"task", "context", "depth", "trials", "seed", "pass_key_depth",
+           "file", "score", "prompt", "limit", "max_length", "max_new_tokens"},
           &CreateLongctx};
 }
 

@@ -1,5 +1,6 @@
 #include "experiments/metrics/passkey.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/ascii.h"
@@ -17,19 +18,29 @@ constexpr char kFiller[] =
     " The grass is green. The sky is blue. The sun is yellow. Here we go. "
     "There and back again.";
 constexpr char kQuestion[] = "\n\nWhat is the pass key? The pass key is";
+constexpr char kFollowup[] =
+    ".\n\nWhat is the secret number? The secret number is";
 
-std::string Build(const std::string& key, int64_t units, int64_t before) {
+// A key sentence group inserted before filler unit `before` (or after the
+// last one when before >= units).
+struct Needle {
+  int64_t before = 0;
+  std::string text;
+};
+
+std::string KeyText(const std::string& name, const std::string& key) {
+  return absl::StrCat(" The ", name, " is ", key, ". Remember it. ", key,
+                      " is the ", name, ".");
+}
+
+// Needles at the same unit keep their order.
+std::string Build(const std::vector<Needle>& needles, int64_t units) {
   std::string text = kHeader;
-  for (int64_t i = 0; i < units; ++i) {
-    if (i == before) {
-      absl::StrAppend(&text, " The pass key is ", key, ". Remember it. ", key,
-                      " is the pass key.");
+  for (int64_t i = 0; i <= units; ++i) {
+    for (const Needle& n : needles) {
+      if (std::min(n.before, units) == i) text += n.text;
     }
-    text += kFiller;
-  }
-  if (before >= units) {
-    absl::StrAppend(&text, " The pass key is ", key, ". Remember it. ", key,
-                    " is the pass key.");
+    if (i < units) text += kFiller;
   }
   return text + kQuestion;
 }
@@ -38,22 +49,48 @@ int64_t Before(double depth, int64_t units) {
   return static_cast<int64_t>(std::llround(depth * static_cast<double>(units)));
 }
 
+absl::Status CheckDepth(double depth, const char* what) {
+  if (depth < 0 || depth > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("passkey ", what, " must be in [0, 1], got ", depth));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PasskeyPrompt> MakePasskeyPrompt(const Tokenizer& tokenizer,
                                                 int64_t max_tokens,
-                                                double depth, uint64_t seed) {
-  if (depth < 0 || depth > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("passkey depth must be in [0, 1], got ", depth));
+                                                const PasskeySpec& spec) {
+  if (absl::Status s = CheckDepth(spec.depth, "depth"); !s.ok()) return s;
+  if (absl::Status s = CheckDepth(spec.pass_key_depth, "pass_key_depth");
+      !s.ok()) {
+    return s;
   }
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(spec.seed);
+  auto draw = [&] { return absl::StrCat(10000 + rng() % 90000); };
   PasskeyPrompt p;
-  p.key = absl::StrCat(10000 + rng() % 90000);
+  p.key = draw();
+  std::string bridge_text;
+  if (spec.followup) {
+    do {
+      p.pass_key = draw();
+    } while (p.pass_key == p.key);
+    bridge_text = absl::StrCat(" ", p.pass_key, kFollowup);
+  }
+  auto text_of = [&](int64_t units) {
+    if (!spec.followup) {
+      return Build({{Before(spec.depth, units), KeyText("pass key", p.key)}},
+                   units);
+    }
+    return Build(
+        {{Before(spec.pass_key_depth, units), KeyText("pass key", p.pass_key)},
+         {Before(spec.depth, units), KeyText("secret number", p.key)}},
+        units);
+  };
   auto size = [&](int64_t units) {
     return static_cast<int64_t>(
-        tokenizer.Encode(Build(p.key, units, Before(depth, units)), true)
-            .size());
+        tokenizer.Encode(text_of(units) + bridge_text, true).size());
   };
   if (size(0) > max_tokens) {
     return absl::InvalidArgumentError(
@@ -71,12 +108,25 @@ absl::StatusOr<PasskeyPrompt> MakePasskeyPrompt(const Tokenizer& tokenizer,
     (size(mid) <= max_tokens ? lo : hi) = mid;
   }
   p.filler_units = lo;
-  p.units_before_key = Before(depth, lo);
-  const std::string text = Build(p.key, lo, p.units_before_key);
-  TokenizedRequest request =
-      EncodeRequest(tokenizer, {text, absl::StrCat(" ", p.key)}, true);
-  p.tokens = std::move(request.context);
+  p.units_before_key = Before(spec.depth, lo);
+  const std::string text = text_of(lo);
+  TokenizedRequest request = EncodeRequest(
+      tokenizer, {text + bridge_text, absl::StrCat(" ", p.key)}, true);
   p.answer = std::move(request.continuation);
+  if (!spec.followup) {
+    p.tokens = std::move(request.context);
+    return p;
+  }
+  // The prompt ends at the question; the rest of the context is the bridge.
+  p.tokens = tokenizer.Encode(text, true);
+  const std::vector<int32_t>& context = request.context;
+  if (context.size() <= p.tokens.size() ||
+      !std::equal(p.tokens.begin(), p.tokens.end(), context.begin())) {
+    return absl::InternalError(
+        "passkey follow-up: the tokenizer does not split prompt + bridge at "
+        "the end of the question");
+  }
+  p.bridge.assign(context.begin() + p.tokens.size(), context.end());
   return p;
 }
 

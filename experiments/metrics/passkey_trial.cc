@@ -18,17 +18,17 @@ absl::Span<const float> LastRow(const Tensor& logits) {
 
 absl::StatusOr<PasskeyTrialResult> RunPasskeyTrial(
     Session& session, absl::Span<const int32_t> prompt,
-    absl::Span<const int32_t> answer, int64_t max_new,
-    absl::Span<const int32_t> stop_ids) {
-  const int64_t n = static_cast<int64_t>(prompt.size());
+    absl::Span<const int32_t> bridge, absl::Span<const int32_t> answer,
+    int64_t max_new, absl::Span<const int32_t> stop_ids) {
+  const int64_t n = static_cast<int64_t>(prompt.size() + bridge.size());
   const int64_t a = static_cast<int64_t>(answer.size());
-  if (n == 0 || a == 0 || max_new < 1) {
+  if (prompt.empty() || a == 0 || max_new < 1) {
     return absl::InvalidArgumentError(
         "a passkey trial needs a prompt, an answer and max_new >= 1");
   }
   if (n + std::max(a, max_new) > session.capacity()) {
     return absl::OutOfRangeError(absl::StrCat(
-        "passkey prompt of ", n, " tokens + ", std::max(a, max_new),
+        "passkey prompt (+ bridge) of ", n, " tokens + ", std::max(a, max_new),
         " answer tokens exceeds the ", session.capacity(), "-token session"));
   }
   auto stops = [&](int32_t token) {
@@ -37,7 +37,11 @@ absl::StatusOr<PasskeyTrialResult> RunPasskeyTrial(
   PasskeyTrialResult result;
   result.answer_tokens = a;
   session.Reset();
-  auto logits = session.Forward(prompt, n - 1);
+  auto logits =
+      session.Forward(prompt, static_cast<int64_t>(prompt.size()) - 1);
+  for (size_t i = 0; i < bridge.size() && logits.ok(); ++i) {
+    logits = session.Forward(bridge.subspan(i, 1), 0);
+  }
   if (!logits.ok()) return logits.status();
 
   // Teacher-force the answer; greedy follows while its argmax is the answer.

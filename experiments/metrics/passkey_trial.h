@@ -6,6 +6,9 @@
 // static pruning keeps the prefill's set). Every scored row is the newest
 // token of its step, so no method drops it.
 //
+// A follow-up prompt's bridge goes in as decode steps between the prompt and
+// the answer, unscored.
+//
 // Greedy decoding and the teacher-forced key share their steps for as long as
 // greedy emits the key's tokens; where greedy departs, the session is
 // truncated back to that point and greedy goes on from the departing token.
@@ -28,12 +31,12 @@ struct PasskeyTrialResult {
 };
 
 // `answer` is the key's tokens (non-empty); generation stops after a token of
-// `stop_ids` or `max_new` tokens. The session must hold the prompt plus
-// max(max_new, answer.size()) tokens.
+// `stop_ids` or `max_new` tokens. The session must hold the prompt, the
+// bridge and max(max_new, answer.size()) tokens.
 absl::StatusOr<PasskeyTrialResult> RunPasskeyTrial(
     Session& session, absl::Span<const int32_t> prompt,
-    absl::Span<const int32_t> answer, int64_t max_new,
-    absl::Span<const int32_t> stop_ids);
+    absl::Span<const int32_t> bridge, absl::Span<const int32_t> answer,
+    int64_t max_new, absl::Span<const int32_t> stop_ids);
 
 }  // namespace dynsparse
 

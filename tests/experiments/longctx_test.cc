@@ -46,7 +46,7 @@ TEST(PasskeyTest, PromptFitsAndHoldsTheKeyAtItsDepth) {
   ASSERT_NE(tm, nullptr);
   const Tokenizer& tok = *tm->tokenizer;
   for (double depth : {0.0, 0.5, 1.0}) {
-    auto p = MakePasskeyPrompt(tok, 400, depth, 7);
+    auto p = MakePasskeyPrompt(tok, 400, {.depth = depth, .seed = 7});
     ASSERT_TRUE(p.ok()) << p.status();
     EXPECT_LE(p->tokens.size(), 400u);
     EXPECT_GT(p->filler_units, 2);
@@ -64,7 +64,45 @@ TEST(PasskeyTest, PromptFitsAndHoldsTheKeyAtItsDepth) {
   }
   EXPECT_TRUE(PasskeyFound(" 12345. Remember", "12345"));
   EXPECT_FALSE(PasskeyFound(" 123456", "12345"));
-  EXPECT_FALSE(MakePasskeyPrompt(tok, 10, 0.5, 1).ok());
+  EXPECT_FALSE(MakePasskeyPrompt(tok, 10, {.depth = 0.5, .seed = 1}).ok());
+  EXPECT_FALSE(MakePasskeyPrompt(tok, 400, {.depth = 1.5}).ok());
+}
+
+// The follow-up prompt: both keys at their depths, the question about the
+// pass key last; prompt + bridge + answer decode to the prompt's text with the
+// pass key, the second question and the secret number after it.
+TEST(PasskeyTest, FollowupAsksTheSecondKeyInTheBridge) {
+  auto tm = testing::OpenTinyLlama();
+  ASSERT_NE(tm, nullptr);
+  const Tokenizer& tok = *tm->tokenizer;
+  const PasskeySpec spec = {
+      .depth = 0.25, .seed = 11, .followup = true, .pass_key_depth = 0.75};
+  auto p = MakePasskeyPrompt(tok, 400, spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_LE(p->tokens.size() + p->bridge.size(), 400u);
+  EXPECT_NE(p->key, p->pass_key);
+  const std::string prompt = tok.Decode(p->tokens, true);
+  const size_t secret = prompt.find("The secret number is " + p->key + ".");
+  const size_t pass = prompt.find("The pass key is " + p->pass_key + ".");
+  ASSERT_NE(secret, std::string::npos);
+  ASSERT_NE(pass, std::string::npos);
+  EXPECT_LT(secret, pass);
+  EXPECT_EQ(prompt.find(p->key + ". Remember it. " + p->key +
+                        " is the secret number."),
+            secret + std::string("The secret number is ").size());
+  EXPECT_TRUE(prompt.ends_with("What is the pass key? The pass key is"));
+  const std::string bridge = tok.Decode(p->bridge, false);
+  EXPECT_NE(bridge.find(p->pass_key + ".\n\nWhat is the secret number? "
+                                      "The secret number is"),
+            std::string::npos)
+      << bridge;
+  EXPECT_EQ(tok.Decode(p->answer, false).find(p->key) != std::string::npos,
+            true);
+  // The plain prompt of the same seed is another prompt.
+  auto plain = MakePasskeyPrompt(tok, 400, {.depth = 0.25, .seed = 11});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->bridge.empty());
+  EXPECT_TRUE(plain->pass_key.empty());
 }
 
 TEST(LongctxMetricTest, RunsPasskeyAndLongbenchOnTheFixture) {
@@ -122,6 +160,23 @@ TEST(LongctxMetricTest, BadParametersNameThePath) {
                         MetricParams(json{{"depth", {0.5, 2}}}, "metrics[0]"));
   EXPECT_EQ(d.status().message(),
             "metrics[0].depth: expected numbers in [0, 1], got '2'");
+  auto t = CreateMetric("longctx",
+                        MetricParams(json{{"task", "passkeys"}}, "metrics[1]"));
+  EXPECT_EQ(t.status().message(),
+            "metrics[1].task: unknown task 'passkeys' (valid: passkey, "
+            "passkey_followup, longbench)");
+  auto far = CreateMetric(
+      "longctx",
+      MetricParams(json{{"task", "passkey_followup"}, {"pass_key_depth", 1.5}},
+                   "metrics[3]"));
+  EXPECT_EQ(far.status().message(),
+            "metrics[3].pass_key_depth: must be in [0, 1], got 1.5");
+  auto plain = CreateMetric(
+      "longctx",
+      MetricParams(json{{"task", "passkey"}, {"pass_key_depth", 0.5}},
+                   "metrics[4]"));
+  EXPECT_EQ(plain.status().message(),
+            "metrics[4].pass_key_depth: applies to task passkey_followup only");
 }
 
 }  // namespace

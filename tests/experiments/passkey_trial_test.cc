@@ -1,7 +1,8 @@
 // The passkey answer log-likelihood: on the dense model it is the sum of the
 // log-softmax of one full forward over prompt + answer, computed here by
 // hand; the greedy tokens of a trial equal plain greedy generation whether
-// greedy follows the answer or leaves it; lazyllm at keep 1.0 equals dense
+// greedy follows the answer or leaves it, and with part of the prompt fed as
+// a bridge; lazyllm at keep 1.0 equals dense
 // exactly and a pruned schedule changes the score.
 #include "experiments/metrics/passkey_trial.h"
 
@@ -62,7 +63,8 @@ std::vector<int32_t> Greedy(testing::TestModel& tm,
 TEST(PasskeyTrialTest, DenseScoreIsTheLogSoftmaxSumAndGreedyIsUnchanged) {
   auto tm = testing::OpenTinyLlama();
   ASSERT_NE(tm, nullptr);
-  auto p = MakePasskeyPrompt(*tm->tokenizer, kContext - kMaxNew, 0.5, 3);
+  auto p = MakePasskeyPrompt(*tm->tokenizer, kContext - kMaxNew,
+                             {.depth = 0.5, .seed = 3});
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_FALSE(p->answer.empty());
   EXPECT_NE(tm->tokenizer->Decode(p->answer, true).find(p->key),
@@ -84,7 +86,8 @@ TEST(PasskeyTrialTest, DenseScoreIsTheLogSoftmaxSumAndGreedyIsUnchanged) {
   Session session(tm->model.config, tm->model.weights, tm->backend, tm->method,
                   kContext);
   for (const std::vector<int32_t>& answer : answers) {
-    auto trial = RunPasskeyTrial(session, p->tokens, answer, kMaxNew, stop_ids);
+    auto trial =
+        RunPasskeyTrial(session, p->tokens, {}, answer, kMaxNew, stop_ids);
     ASSERT_TRUE(trial.ok()) << trial.status();
     EXPECT_EQ(trial->answer_tokens, static_cast<int64_t>(answer.size()));
     EXPECT_LT(trial->answer_logprob, 0.0);
@@ -93,6 +96,16 @@ TEST(PasskeyTrialTest, DenseScoreIsTheLogSoftmaxSumAndGreedyIsUnchanged) {
     EXPECT_NEAR(trial->answer_logprob, hand, 1e-4 * std::fabs(hand) + 1e-5);
     EXPECT_EQ(trial->generated, greedy);
   }
+  // A bridge is decode steps: the prompt's last 5 tokens fed as one changes
+  // neither the score nor greedy.
+  const std::vector<int32_t> head(p->tokens.begin(), p->tokens.end() - 5);
+  const std::vector<int32_t> bridge(p->tokens.end() - 5, p->tokens.end());
+  auto split =
+      RunPasskeyTrial(session, head, bridge, p->answer, kMaxNew, stop_ids);
+  ASSERT_TRUE(split.ok()) << split.status();
+  const double hand = HandLogprob(*tm, p->tokens, p->answer);
+  EXPECT_NEAR(split->answer_logprob, hand, 1e-4 * std::fabs(hand) + 1e-5);
+  EXPECT_EQ(split->generated, greedy);
 }
 
 TEST(PasskeyTrialTest, RejectsAnAnswerThatDoesNotFit) {
@@ -101,9 +114,16 @@ TEST(PasskeyTrialTest, RejectsAnAnswerThatDoesNotFit) {
   Session session(tm->model.config, tm->model.weights, tm->backend, tm->method,
                   16);
   const std::vector<int32_t> prompt(12, 5), answer(6, 7);
-  EXPECT_EQ(RunPasskeyTrial(session, prompt, answer, 2, {}).status().code(),
+  EXPECT_EQ(RunPasskeyTrial(session, prompt, {}, answer, 2, {}).status().code(),
             absl::StatusCode::kOutOfRange);
-  EXPECT_FALSE(RunPasskeyTrial(session, prompt, {}, 2, {}).ok());
+  EXPECT_FALSE(RunPasskeyTrial(session, prompt, {}, {}, 2, {}).ok());
+  // The bridge counts against the session too.
+  const std::vector<int32_t> short_prompt(8, 5), bridge(4, 6);
+  EXPECT_TRUE(RunPasskeyTrial(session, short_prompt, {}, answer, 2, {}).ok());
+  EXPECT_EQ(RunPasskeyTrial(session, short_prompt, bridge, answer, 2, {})
+                .status()
+                .code(),
+            absl::StatusCode::kOutOfRange);
 }
 
 const MetricRow* Find(const std::vector<MetricRow>& rows,
