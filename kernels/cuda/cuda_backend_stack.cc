@@ -33,27 +33,6 @@ bool FitsOptional(const Tensor& t, DType dtype, int64_t rows) {
   return t.empty() || Fits(t, dtype, rows, -1);
 }
 
-const void* OrNull(const Tensor& t) {
-  return t.empty() ? nullptr : t.raw_data();
-}
-
-DecodeStackShape ShapeOf(const ModelConfig& c, const Tensor& wq,
-                         const Tensor& k_cache) {
-  DecodeStackShape s;
-  s.hidden = c.hidden_size;
-  s.heads = c.num_heads;
-  s.kv_heads = c.num_kv_heads;
-  s.head_dim = c.head_dim;
-  s.inter = c.intermediate_size;
-  s.gated = c.gated_mlp;
-  s.activation = c.activation;
-  s.rms_norm = c.family != ModelFamily::kOpt;
-  s.norm_eps = static_cast<float>(c.norm_eps);
-  s.dtype = wq.dtype();
-  s.capacity = k_cache.dim(0);
-  return s;
-}
-
 // True when layer `l`'s tensors are what the kernel reads.
 bool LayerFits(const LayerWeights& l, const DecodeStackShape& s,
                const Tensor& k_cache, const Tensor& v_cache) {
@@ -73,33 +52,53 @@ bool LayerFits(const LayerWeights& l, const DecodeStackShape& s,
          Fits(v_cache, DType::kF32, s.capacity, kv);
 }
 
-DecodeStackLayer TableEntry(const LayerWeights& l, Tensor* k_cache,
-                            Tensor* v_cache) {
+}  // namespace
+
+DecodeStackShape DecodeStackShapeOf(const ModelConfig& c, DType dtype,
+                                    int64_t capacity) {
+  DecodeStackShape s;
+  s.hidden = c.hidden_size;
+  s.heads = c.num_heads;
+  s.kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.inter = c.intermediate_size;
+  s.gated = c.gated_mlp;
+  s.activation = c.activation;
+  s.rms_norm = c.family != ModelFamily::kOpt;
+  s.norm_eps = static_cast<float>(c.norm_eps);
+  s.dtype = dtype;
+  s.capacity = capacity;
+  return s;
+}
+
+DecodeStackLayer DecodeStackEntry(const LayerWeights& l, float* k_cache,
+                                  float* v_cache) {
+  auto or_null = [](const Tensor& t) -> const void* {
+    return t.empty() ? nullptr : t.raw_data();
+  };
   DecodeStackLayer e;
   e.w_qkv[0] = l.wq.raw_data();
   e.w_qkv[1] = l.wk.raw_data();
   e.w_qkv[2] = l.wv.raw_data();
-  e.b_qkv[0] = OrNull(l.bq);
-  e.b_qkv[1] = OrNull(l.bk);
-  e.b_qkv[2] = OrNull(l.bv);
+  e.b_qkv[0] = or_null(l.bq);
+  e.b_qkv[1] = or_null(l.bk);
+  e.b_qkv[2] = or_null(l.bv);
   e.w_o = l.wo.raw_data();
-  e.b_o = OrNull(l.bo);
+  e.b_o = or_null(l.bo);
   e.w_up = l.w_up.raw_data();
-  e.b_up = OrNull(l.b_up);
-  e.w_gate = OrNull(l.w_gate);
-  e.b_gate = OrNull(l.b_gate);
+  e.b_up = or_null(l.b_up);
+  e.w_gate = or_null(l.w_gate);
+  e.b_gate = or_null(l.b_gate);
   e.w_down = l.w_down.raw_data();
-  e.b_down = OrNull(l.b_down);
+  e.b_down = or_null(l.b_down);
   e.attn_norm_w = l.attn_norm_w.raw_data();
-  e.attn_norm_b = OrNull(l.attn_norm_b);
+  e.attn_norm_b = or_null(l.attn_norm_b);
   e.mlp_norm_w = l.mlp_norm_w.raw_data();
-  e.mlp_norm_b = OrNull(l.mlp_norm_b);
-  e.k_cache = k_cache->data<float>();
-  e.v_cache = v_cache->data<float>();
+  e.mlp_norm_b = or_null(l.mlp_norm_b);
+  e.k_cache = k_cache;
+  e.v_cache = v_cache;
   return e;
 }
-
-}  // namespace
 
 bool CudaBackend::DecodeStack(const DecodeStackArgs& args) {
   if (!options_.fused_ops || !options_.fuse_norm || !options_.decode_stack) {
@@ -112,8 +111,8 @@ bool CudaBackend::DecodeStack(const DecodeStackArgs& args) {
       !Fits(*args.x, DType::kF32, 1, args.config->hidden_size)) {
     return false;
   }
-  const DecodeStackShape shape =
-      ShapeOf(*args.config, layers[0].wq, *args.k_caches[0]);
+  const DecodeStackShape shape = DecodeStackShapeOf(
+      *args.config, layers[0].wq.dtype(), args.k_caches[0]->dim(0));
   for (int64_t i = 0; i < n; ++i) {
     if (!LayerFits(layers[i], shape, *args.k_caches[i], *args.v_caches[i])) {
       return false;
@@ -134,7 +133,8 @@ bool CudaBackend::DecodeStack(const DecodeStackArgs& args) {
   uint64_t sig =
       MixTensor(Mix(kOpDecodeStack, static_cast<uint64_t>(n)), *args.x);
   for (int64_t i = 0; i < n; ++i) {
-    table[i] = TableEntry(layers[i], args.k_caches[i], args.v_caches[i]);
+    table[i] = DecodeStackEntry(layers[i], args.k_caches[i]->data<float>(),
+                                args.v_caches[i]->data<float>());
     for (const void* p :
          {table[i].w_qkv[0], table[i].w_o, table[i].w_up, table[i].w_down,
           static_cast<const void*>(table[i].k_cache)}) {

@@ -75,6 +75,7 @@ struct Params {
   float* h;           // [inter]
   float* partials;    // [heads][max_items][kPartialStride]
   unsigned* barrier;  // [2 + heads]: count, generation, per-head counters
+  uint64_t* timeline;  // Null, or [layers][kDecodeStackEvents][grid] (ns).
 };
 
 struct PhaseShape {
@@ -231,6 +232,16 @@ __device__ __forceinline__ uint4 Consume(const Params& p, uint4* stage,
   Issue<kGated>(p, producer, mine);
   slot = slot + 1 == kStages ? 0 : slot + 1;
   return w;
+}
+
+// The global timer at `event` of `layer`, by thread 0 (timeline runs only).
+__device__ __forceinline__ void Mark(const Params& p, int layer, int event) {
+  if (p.timeline == nullptr || threadIdx.x != 0) return;
+  uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  p.timeline[(static_cast<int64_t>(layer) * kDecodeStackEvents + event) *
+                 gridDim.x +
+             blockIdx.x] = now;
 }
 
 __device__ __forceinline__ float4 LoadCoherent4(const float* p) {
@@ -670,6 +681,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // One call site for each phase kind keeps the kernel's code small.
   for (int layer = 0; layer < p.num_layers; ++layer) {
     const DecodeStackLayer& l = p.layers[layer];
+    Mark(p, layer, 0);
     for (int phase = 0; phase < kPhases; ++phase) {
       const float* src = phase == kOut ? p.context : phase == kDown ? p.h : p.x;
       const int width = phase == kOut    ? p.q_dim
@@ -682,12 +694,17 @@ __global__ void __launch_bounds__(kThreads, 1)
                            : phase == kUp ? l.mlp_norm_b
                                           : nullptr;
       LoadInput<T>(p, src, width, norm_w, norm_b, xr, scratch);
+      Mark(p, layer, 1 + 3 * phase);
       GemvPhase<T, kGated>(p, layer, phase, stage, producer, slot, xr, sums,
                            extras);
+      Mark(p, layer, 2 + 3 * phase);
       GridSync(p.barrier);
+      Mark(p, layer, 3 + 3 * phase);
       if (phase == kQkv) {
         AttentionPhase(p, layer);
+        Mark(p, layer, 1 + 3 * kPhases);
         GridSync(p.barrier);
+        Mark(p, layer, 2 + 3 * kPhases);
       }
     }
   }
@@ -774,7 +791,8 @@ int64_t DecodeStackScratchFloats(const DecodeStackShape& shape) {
 absl::Status DecodeStack(DeviceContext& ctx, const DecodeStackShape& shape,
                          absl::Span<const DecodeStackLayer> layers,
                          const int32_t* position, const float* inv_freq,
-                         float* x, float* scratch, unsigned* barrier) {
+                         float* x, float* scratch, unsigned* barrier,
+                         uint64_t* timeline) {
   // DecodeStackUnsupported (device queries and the shared memory opt-in,
   // cached by the caller) has accepted the shape; only the layer count is
   // checked again here.
@@ -805,6 +823,7 @@ absl::Status DecodeStack(DeviceContext& ctx, const DecodeStackShape& shape,
   p.h = p.context + p.q_dim;
   p.partials = p.h + p.inter;
   p.barrier = barrier;
+  p.timeline = timeline;
   const int grid = ctx.sm_count();
   const int64_t units[kPhases] = {shape.heads * kD + 2 * shape.kv_heads * kD,
                                   shape.hidden, shape.inter, shape.hidden};

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "core/model_config.h"
+#include "core/model_weights.h"
 #include "core/tensor.h"
 #include "kernels/cuda/device_context.h"
 
@@ -45,6 +46,12 @@ inline constexpr int kDecodeStackHeadDim = 128;
 inline constexpr int kDecodeStackMaxHeads = 256;
 // Device words DecodeStack's `barrier` holds.
 inline constexpr int kDecodeStackBarrierWords = 2 + kDecodeStackMaxHeads;
+// Timeline events a layer, in order: 0 the layer begins; for each GEMV phase
+// p (0 q/k/v, 1 o-projection, 2 up[/gate], 3 down), 1 + 3p its input is
+// loaded (and normalised), 2 + 3p its rows are done, 3 + 3p the grid
+// barrier after it is passed; 13 the attention is done, 14 the barrier
+// after it is passed. The attention runs between events 3 and 13.
+inline constexpr int kDecodeStackEvents = 15;
 
 struct DecodeStackShape {
   int64_t hidden = 0;
@@ -80,11 +87,23 @@ int64_t DecodeStackScratchFloats(const DecodeStackShape& shape);
 // before the first call (a grid barrier and per-head counters); the kernel
 // leaves them zero. RoPE when inv_freq (device f32,
 // head_dim / 2) is not null. Same values as the layer-by-layer path up to
-// f32 summation order.
+// f32 summation order. A `timeline` (device, [layers][kDecodeStackEvents]
+// [grid = SMs]) gets each block's %globaltimer (ns) at every event
+// (tools/decode_stack_trace).
 absl::Status DecodeStack(DeviceContext& ctx, const DecodeStackShape& shape,
                          absl::Span<const DecodeStackLayer> layers,
                          const int32_t* position, const float* inv_freq,
-                         float* x, float* scratch, unsigned* barrier);
+                         float* x, float* scratch, unsigned* barrier,
+                         uint64_t* timeline = nullptr);
+
+// The kernel's shape of `config`'s layers, `dtype` weights and KV caches of
+// `capacity` rows.
+DecodeStackShape DecodeStackShapeOf(const ModelConfig& config, DType dtype,
+                                    int64_t capacity);
+
+// A layer's entry: the device pointers of its weights and of its f32 caches.
+DecodeStackLayer DecodeStackEntry(const LayerWeights& l, float* k_cache,
+                                  float* v_cache);
 
 }  // namespace dynsparse::cuda
 
