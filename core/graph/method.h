@@ -84,6 +84,12 @@ class Method {
   // Before layer site.layer >= 1: which candidates flow into it.
   virtual void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                             TokenSelection* keep) {}
+  // False (LazyLLM as published): a layer's attention keys are the tokens
+  // selected for it in this step. True: also every token with K/V at the
+  // layer from an earlier step, so a decode step never loses cached context
+  // (an ablation; the queries, and so the computed token-layers, are the
+  // same).
+  virtual bool AttendsToCachedTokens() const { return false; }
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].
   virtual void SelectHeads(const LayerSite& site, const Tensor& x,

@@ -11,7 +11,8 @@
 //
 // Why T_l and not every token with K/V at l as keys: a token the method
 // dropped is out of the layer's context in this step (Lazy-Llama does the
-// same); with keep 1.0 the two coincide.
+// same); with keep 1.0 the two coincide. Method::AttendsToCachedTokens asks
+// for the other choice, as an ablation.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -130,6 +131,9 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
   for (int32_t p = 0; p < end; ++p) live[p] = p;
   std::vector<int32_t> rows(positions.begin(), positions.end());  // x's rows
   bool contiguous = true;  // live == [0, end)
+  // Method::AttendsToCachedTokens: the keys, when they are more than T_l.
+  const bool attends_to_cached = method_.AttendsToCachedTokens();
+  std::vector<int32_t> with_cached;
   TokenProfile* profile = phase == Phase::kDecode ? state.profile() : nullptr;
   TokenProfile unused;  // Laps of an unprofiled step go nowhere.
   TokenProfile& times = profile != nullptr ? *profile : unused;
@@ -231,6 +235,20 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
       clock.Lap(*x, &times.move_ms);
     }
     live_keys_ = contiguous ? absl::Span<const int32_t>() : live;
+    if (!contiguous && attends_to_cached) {
+      // T_l plus the tokens earlier steps left K/V for at this layer (rows
+      // computed now get theirs in RunLayer).
+      with_cached.clear();
+      size_t i = 0;
+      for (int32_t p = 0; p < end; ++p) {
+        const bool selected = i < live.size() && live[i] == p;
+        i += selected;
+        if (selected || state.present(layer, p)) with_cached.push_back(p);
+      }
+      live_keys_ = static_cast<int32_t>(with_cached.size()) == end
+                       ? absl::Span<const int32_t>()
+                       : absl::Span<const int32_t>(with_cached);
+    }
     RunLayer(layer, phase, rows, x, pending, rows_changed);
     state.MarkComputed(layer, rows, revived);
     const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));

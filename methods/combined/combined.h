@@ -34,6 +34,9 @@ class CombinedMethod : public Method {
   absl::Status Attach(const ModelConfig& config, Backend& backend) override;
   void BeginSequence() override;
   bool SelectsTokens() const override { return tokens_->SelectsTokens(); }
+  bool AttendsToCachedTokens() const override {
+    return tokens_->AttendsToCachedTokens();
+  }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
     tokens_->SelectTokens(site, candidates, keep);

@@ -10,7 +10,7 @@ namespace dynsparse {
 
 const std::vector<std::string>& LazyLlmMethod::Parameters() {
   static const auto* const kParameters = new std::vector<std::string>{
-      "schedule", "stages", "keep", "revive", "selector", "seed"};
+      "schedule", "stages", "keep", "revive", "selector", "seed", "keys"};
   return *kParameters;
 }
 
@@ -51,6 +51,12 @@ absl::StatusOr<LazyLlmOptions> LazyLlmMethod::ParseOptions(
   o.keep = *keep;
   o.revive = *revive;
   o.random = selector == "random";
+  const std::string keys = args.GetString("keys", "selected");
+  if (keys != "selected" && keys != "cached") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lazyllm keys '", keys, "' (valid: selected, cached)"));
+  }
+  o.keys_cached = keys == "cached";
   o.seed = static_cast<uint64_t>(*seed);
   return o;
 }

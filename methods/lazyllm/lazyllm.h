@@ -9,7 +9,9 @@
 // keep 0.7); revive=false: the static pruning baseline (tokens pruned by the
 // prompt's step stay pruned; later steps prune nothing else);
 // selector=random (seed=N): the random-drop baseline at the same keep; each
-// sequence draws its own subset (generator seeded with N + sequences begun).
+// sequence draws its own subset (generator seeded with N + sequences begun);
+// keys=cached: attention also over tokens cached at the layer by earlier
+// steps (an ablation; default keys=selected, as the paper).
 #ifndef DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 #define DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 
@@ -34,6 +36,7 @@ struct LazyLlmOptions {
   double keep = 0.7;
   bool revive = true;
   bool random = false;  // selector=random
+  bool keys_cached = false;  // keys=cached (Method::AttendsToCachedTokens)
   uint64_t seed = 0;
 };
 
@@ -49,6 +52,7 @@ class LazyLlmMethod : public Method {
   absl::Status Attach(const ModelConfig& config, Backend& backend) override;
   void BeginSequence() override;
   bool SelectsTokens() const override { return true; }
+  bool AttendsToCachedTokens() const override { return options_.keys_cached; }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override;
 

@@ -56,7 +56,14 @@ def kind(params):
         return "static"
     if params.get("selector") == "random":
         return "random"
+    if params.get("keys") == "cached":
+        return "cached"  # The keys=cached ablation (docs/lazyllm.md).
     return "lazyllm"
+
+
+# Paired comparisons: each of these kinds against the baselines listed.
+BASELINES = {"lazyllm": ("static", "random", "cached"),
+             "cached": ("static", "random")}
 
 
 def read_lines(run_dirs):
@@ -134,7 +141,8 @@ def svg_plot(path, title, y_label, groups, y_range):
     w = left + panel_w * len(groups) + 20
     lo, hi = y_range
     colors = {"dense": "#444444", "lazyllm": "#1f77b4", "static": "#ff7f0e",
-              "random": "#2ca02c", "other": "#9467bd"}
+              "random": "#2ca02c", "cached": "#d62728",
+              "other": "#9467bd"}
 
     def y_of(v):
         return top + (hi - v) / (hi - lo) * (h - top - bottom)
@@ -236,10 +244,12 @@ def main():
                          f"{sum(tok) / len(tok):.2f}")
         md.append(f"| {model} | {label} | " + " | ".join(texts) + " |")
 
-    # Paired: each lazyllm schedule vs static / random at that schedule.
+    # Paired: each lazyllm (and keys=cached) schedule vs its baselines at
+    # that schedule.
     lines = []
     for (model, label), job in jobs.items():
-        if job["method"] != "lazyllm" or kind(job["params"]) != "lazyllm":
+        primary = kind(job["params"])
+        if job["method"] != "lazyllm" or primary not in BASELINES:
             continue
         sched = job["params"].get("schedule")
         for (m2, l2), other in jobs.items():
@@ -247,22 +257,26 @@ def main():
                 continue
             if other["params"].get("schedule") != sched:
                 continue
+            if kind(other["params"]) not in BASELINES[primary]:
+                continue
             for context in contexts + [None]:
                 w, l, p, d, se, n = paired(job, other, context)
                 if n == 0:
                     continue
-                lines.append(f"| {model} | {sched} | vs {kind(other['params'])} | "
+                lines.append(f"| {model} | {sched} | {primary} vs "
+                             f"{kind(other['params'])} | "
                              f"{context or 'all'} | {n} | {w} / {l} | {p:.3f} | "
                              f"{d:+.2f} ± {se:.2f} |")
     if lines:
-        md += ["", "Paired comparison, same keys: lazyllm vs static pruning "
-               "and vs random drop at the same schedule (same computed "
-               "fraction of prompt token-layers). found by lazyllm only / by "
-               "the other only, with the exact two-sided sign-test p-value; "
-               "mean log-likelihood difference (lazyllm - other, nats) +- "
-               "standard error.", "",
-               "| model | schedule | baseline | context | pairs | found: lazyllm "
-               "only / other only | p | answer log-lik diff |",
+        md += ["", "Paired comparison, same keys: lazyllm (and its keys=cached "
+               "ablation, where run) vs static pruning and vs random drop at "
+               "the same schedule (same computed fraction of prompt "
+               "token-layers). found by the first only / by the other only, "
+               "with the exact two-sided sign-test p-value; mean "
+               "log-likelihood difference (first - other, nats) +- standard "
+               "error.", "",
+               "| model | schedule | comparison | context | pairs | found: "
+               "first only / other only | p | answer log-lik diff |",
                "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"] + lines
     with open(os.path.join(run_dir, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")

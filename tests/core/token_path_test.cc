@@ -134,15 +134,18 @@ TEST(TokenPathTest, EachTokenLayerComputedAtMostOnceWithRevival) {
 
 // A method that keeps scripted positions: before layers >= 1, in the step
 // whose first new position is `first_new`, keep script[first_new].
+// `cached`: Method::AttendsToCachedTokens.
 class ScriptedMethod : public Method {
  public:
-  explicit ScriptedMethod(std::map<int32_t, std::set<int32_t>> script)
-      : script_(std::move(script)) {}
+  explicit ScriptedMethod(std::map<int32_t, std::set<int32_t>> script,
+                          bool cached = false)
+      : script_(std::move(script)), cached_(cached) {}
   std::string name() const override { return "scripted"; }
   absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
   }
   bool SelectsTokens() const override { return true; }
+  bool AttendsToCachedTokens() const override { return cached_; }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
     const std::set<int32_t>& kept = script_.at(candidates.first_new());
@@ -156,6 +159,7 @@ class ScriptedMethod : public Method {
 
  private:
   std::map<int32_t, std::set<int32_t>> script_;
+  bool cached_;
 };
 
 // Token 25 is dropped after layer 0 in the prefill and revived by the first
@@ -199,6 +203,34 @@ TEST(TokenPathTest, RevivedTokenUsesItsOriginalPosition) {
       EXPECT_NEAR(got_v[i], want_v[i], 1e-4) << "layer " << l << " v " << i;
     }
   }
+}
+
+// Attending to cached tokens: a decode step that selects B after a prefill
+// that kept A attends over A and B at every pruned layer, so it equals a step
+// that selects A and B with the published keys; its computed rows (B's
+// revivals) are the same either way. With the published keys it differs.
+TEST(TokenPathTest, AttendingToCachedTokensAddsThePrefillsSet) {
+  const ModelConfig c = SixLayerLlama();
+  const ModelWeights w = RandomWeights(c, 5);
+  const std::vector<int32_t> prompt = RandomIds(40, c.vocab_size, 9);
+  std::set<int32_t> a, b, both;
+  for (int32_t p = 0; p < 40; p += 2) a.insert(p);
+  for (int32_t p = 0; p < 40; p += 3) b.insert(p);
+  a.insert(39);
+  b.insert(39);
+  both = a;
+  both.insert(b.begin(), b.end());
+  ScriptedMethod cached({{0, a}, {40, b}}, /*cached=*/true);
+  ScriptedMethod reference({{0, a}, {40, both}});
+  ScriptedMethod selected({{0, a}, {40, b}});
+  Steps with_cached = RunSteps(c, w, cached, prompt, 1, 39);
+  Steps with_both = RunSteps(c, w, reference, prompt, 1, 39);
+  Steps published = RunSteps(c, w, selected, prompt, 1, 39);
+  EXPECT_EQ(with_cached.logits[0], published.logits[0]);  // The prefill.
+  EXPECT_EQ(with_cached.logits[1], with_both.logits[1]);
+  EXPECT_NE(with_cached.logits[1], published.logits[1]);
+  EXPECT_EQ(with_cached.session->token_state()->stats().computed,
+            published.session->token_state()->stats().computed);
 }
 
 TEST(TokenPathTest, StaticPruningNeverRevives) {

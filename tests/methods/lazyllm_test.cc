@@ -65,6 +65,10 @@ TEST(LazyLlmMethodTest, ParametersAreChecked) {
             "keep=");
   EXPECT_EQ(MakeError("lazyllm", {"selector=best"}).message(),
             "lazyllm selector 'best' (valid: attention, random)");
+  EXPECT_EQ(MakeError("lazyllm", {"keys=all"}).message(),
+            "lazyllm keys 'all' (valid: selected, cached)");
+  EXPECT_FALSE(Make("lazyllm", {"stages=2"})->AttendsToCachedTokens());
+  EXPECT_TRUE(Make("lazyllm", {"keys=cached"})->AttendsToCachedTokens());
   EXPECT_FALSE(MakeError("lazyllm", {"keep=0"}).ok());
   EXPECT_FALSE(MakeError("lazyllm", {"kep=0.5"}).ok());
   auto method = Make("lazyllm", {"schedule=9:0.5"});
@@ -166,7 +170,7 @@ TEST(LazyLlmMethodTest, RandomDropDrawsPerSequenceReproducibly) {
 TEST(CombinedMethodTest, SideParametersAreChecked) {
   EXPECT_EQ(MakeError("combined", {"token=lazyllm", "token.kep=1"}).message(),
             "combined token: method 'lazyllm' has no parameter 'kep' (valid: "
-            "schedule, stages, keep, revive, selector, seed)");
+            "schedule, stages, keep, revive, selector, seed, keys)");
   EXPECT_FALSE(MakeError("combined", {"head_neuron=lazyllm"}).ok());
   EXPECT_FALSE(MakeError("combined", {"tokens.keep=1"}).ok());
   EXPECT_FALSE(MakeError("combined", {"token=nope"}).ok());

@@ -13,13 +13,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/graph/rope.h"
 #include "core/model_presets.h"
+#include "core/status_macros.h"
 #include "kernels/cuda/decode_stack.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/rope.h"
 
@@ -42,128 +46,41 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-#define TRACE_CHECK(expr)                                             \
-  do {                                                                \
-    const auto& s_ = (expr);                                          \
-    if (!s_.ok()) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #expr, s_.ToString().c_str()); \
-      std::exit(1);                                                   \
-    }                                                                 \
-  } while (0)
-
-#define CUDA_TRACE_CHECK(expr)                                         \
-  do {                                                                 \
-    const cudaError_t e_ = (expr);                                     \
-    if (e_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
-
-int Run(int argc, char** argv) {
+struct Options {
   std::string model = "llama-2-7b";
-  int64_t prompt = 128, steps = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) {
-      model = argv[i + 1];
-    } else if (!std::strcmp(argv[i], "--prompt")) {
-      prompt = std::atoll(argv[i + 1]);
-    } else if (!std::strcmp(argv[i], "--steps")) {
-      steps = std::atoll(argv[i + 1]);
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
-      return 2;
-    }
-  }
-  auto config = FindModelPreset(model);
-  TRACE_CHECK(config.status());
-  auto ctx = DeviceContext::Create();
-  TRACE_CHECK(ctx.status());
-  DeviceContext& c = **ctx;
-  auto weights = DeviceRandomWeights(c, *config, 1, DType::kF16);
-  TRACE_CHECK(weights.status());
-  const int64_t layers = config->num_layers, capacity = prompt + 8;
-  const DecodeStackShape shape =
-      DecodeStackShapeOf(*config, DType::kF16, capacity);
-  const std::string why = DecodeStackUnsupported(c, shape, layers);
-  if (!why.empty()) {
-    std::fprintf(stderr, "the decode stack does not run %s: %s\n",
-                 model.c_str(), why.c_str());
-    return 1;
-  }
-  const int64_t kv_dim = shape.kv_heads * shape.head_dim;
-  std::vector<Tensor> caches;
-  std::vector<DecodeStackLayer> table;
-  for (int64_t l = 0; l < layers; ++l) {
-    for (int i = 0; i < 2; ++i) {
-      auto t = AllocateDevice(c, DType::kF32, {capacity, kv_dim});
-      TRACE_CHECK(t.status());
-      caches.push_back(*std::move(t));
-    }
-    table.push_back(DecodeStackEntry(weights->layers[l],
-                                     caches[2 * l].data<float>(),
-                                     caches[2 * l + 1].data<float>()));
-  }
-  const RopeTable rope = MakeRopeTable(*config);
-  Tensor inv_freq;
-  if (rope.enabled()) {
-    auto f = UploadRopeInvFreq(c, rope);
-    TRACE_CHECK(f.status());
-    inv_freq = *std::move(f);
-  }
-  Tensor x0 = Tensor::Zeros(DType::kF32, {shape.hidden});
-  for (int64_t i = 0; i < shape.hidden; ++i) {
-    x0.data<float>()[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
-  }
-  auto x_start = ToDevice(c, x0);
-  auto x = AllocateDevice(c, DType::kF32, {shape.hidden});
-  auto scratch =
-      AllocateDevice(c, DType::kF32, {DecodeStackScratchFloats(shape)});
-  auto barrier = AllocateDevice(c, DType::kF32, {kDecodeStackBarrierWords});
-  TRACE_CHECK(x_start.status());
-  TRACE_CHECK(x.status());
-  TRACE_CHECK(scratch.status());
-  TRACE_CHECK(barrier.status());
-  int32_t* position = nullptr;
-  uint64_t* timeline = nullptr;
-  const int grid = c.sm_count();
-  const size_t stamps = static_cast<size_t>(layers) * kDecodeStackEvents * grid;
-  CUDA_TRACE_CHECK(cudaMalloc(&position, sizeof(int32_t)));
-  CUDA_TRACE_CHECK(cudaMalloc(&timeline, stamps * sizeof(uint64_t)));
-  const int32_t at = static_cast<int32_t>(prompt);
-  CUDA_TRACE_CHECK(
-      cudaMemcpy(position, &at, sizeof(at), cudaMemcpyHostToDevice));
+  int64_t prompt = 128;
+  int64_t steps = 20;
+};
 
-  cudaEvent_t begin, end;
-  CUDA_TRACE_CHECK(cudaEventCreate(&begin));
-  CUDA_TRACE_CHECK(cudaEventCreate(&end));
-  std::vector<double> plain_ms, traced_ms;
-  for (int64_t s = 0; s < 2 * steps; ++s) {
-    const bool traced = s % 2 == 1;
-    TRACE_CHECK(CopyDeviceToDevice(c, *x_start, &*x));
-    CUDA_TRACE_CHECK(cudaEventRecord(begin, c.stream()));
-    TRACE_CHECK(DecodeStack(c, shape, table, position,
-                            inv_freq.empty() ? nullptr : inv_freq.data<float>(),
-                            x->data<float>(), scratch->data<float>(),
-                            static_cast<unsigned*>(barrier->raw_data()),
-                            traced ? timeline : nullptr));
-    CUDA_TRACE_CHECK(cudaEventRecord(end, c.stream()));
-    CUDA_TRACE_CHECK(cudaEventSynchronize(end));
-    float ms = 0;
-    CUDA_TRACE_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    if (s >= 2) (traced ? traced_ms : plain_ms).push_back(ms);
+absl::StatusOr<Options> ParseFlags(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) return absl::InvalidArgumentError(argv[i]);
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") {
+      o.model = value;
+    } else if (flag == "--prompt") {
+      o.prompt = std::atoll(value.c_str());
+    } else if (flag == "--steps") {
+      o.steps = std::atoll(value.c_str());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", flag));
+    }
   }
-  std::vector<uint64_t> t(stamps);
-  CUDA_TRACE_CHECK(cudaMemcpy(t.data(), timeline, stamps * sizeof(uint64_t),
-                              cudaMemcpyDeviceToHost));
+  if (o.prompt < 1 || o.steps < 2) {
+    return absl::InvalidArgumentError("--prompt >= 1 and --steps >= 2");
+  }
+  return o;
+}
+
+// Per event: min / median / max over blocks of (stamp - layer begin), the
+// layer beginning when its first block begins; medians over the middle
+// layers (the first and last stream differently).
+void PrintTimeline(const std::vector<uint64_t>& t, int64_t layers, int grid) {
   auto stamp = [&](int64_t l, int e, int b) {
     return static_cast<double>(
         t[(static_cast<size_t>(l) * kDecodeStackEvents + e) * grid + b]);
   };
-
-  // Per event: min / median / max over blocks of (stamp - layer begin), the
-  // layer beginning when its first block begins; medians over the middle
-  // layers (the first and last stream differently).
   const int64_t first = std::min<int64_t>(2, layers - 1);
   const int64_t last = std::max<int64_t>(first + 1, layers - 2);
   std::vector<std::vector<double>> lo(kDecodeStackEvents),
@@ -185,10 +102,6 @@ int Run(int argc, char** argv) {
       hi[e].push_back(v.back());
     }
   }
-  std::printf("# decode stack timeline: %s, f16, position %lld, %d blocks\n\n",
-              model.c_str(), static_cast<long long>(prompt), grid);
-  std::printf("step: %.3f ms (timeline off), %.3f ms (on); medians of %zu\n",
-              Median(plain_ms), Median(traced_ms), plain_ms.size());
   std::printf("layer (layers %lld-%lld): %.2f us median\n\n",
               static_cast<long long>(first), static_cast<long long>(last - 1),
               Median(layer_us));
@@ -199,10 +112,105 @@ int Run(int argc, char** argv) {
     std::printf("| %s | %.2f | %.2f | %.2f |\n", kEventNames[e], Median(lo[e]),
                 Median(mid[e]), Median(hi[e]));
   }
-  return 0;
+}
+
+absl::Status Trace(const Options& o) {
+  ASSIGN_OR_RETURN(const ModelConfig config, FindModelPreset(o.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> ctx, DeviceContext::Create());
+  DeviceContext& c = *ctx;
+  ASSIGN_OR_RETURN(ModelWeights weights,
+                   DeviceRandomWeights(c, config, 1, DType::kF16));
+  const int64_t layers = config.num_layers, capacity = o.prompt + 8;
+  const DecodeStackShape shape =
+      DecodeStackShapeOf(config, DType::kF16, capacity);
+  const std::string why = DecodeStackUnsupported(c, shape, layers);
+  if (!why.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the decode stack does not run ", o.model, ": ", why));
+  }
+  const int64_t kv_dim = shape.kv_heads * shape.head_dim;
+  std::vector<Tensor> caches;
+  std::vector<DecodeStackLayer> table;
+  for (int64_t l = 0; l < layers; ++l) {
+    for (int i = 0; i < 2; ++i) {
+      ASSIGN_OR_RETURN(Tensor cache,
+                       AllocateDevice(c, DType::kF32, {capacity, kv_dim}));
+      caches.push_back(std::move(cache));
+    }
+    table.push_back(DecodeStackEntry(weights.layers[l],
+                                     caches[2 * l].data<float>(),
+                                     caches[2 * l + 1].data<float>()));
+  }
+  const RopeTable rope = MakeRopeTable(config);
+  Tensor inv_freq;
+  if (rope.enabled()) {
+    ASSIGN_OR_RETURN(inv_freq, UploadRopeInvFreq(c, rope));
+  }
+  Tensor x0 = Tensor::Zeros(DType::kF32, {shape.hidden});
+  for (int64_t i = 0; i < shape.hidden; ++i) {
+    x0.data<float>()[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
+  }
+  const int grid = c.sm_count();
+  const int64_t stamps = layers * kDecodeStackEvents * grid;
+  ASSIGN_OR_RETURN(Tensor x_start, ToDevice(c, x0));
+  ASSIGN_OR_RETURN(Tensor x, AllocateDevice(c, DType::kF32, {shape.hidden}));
+  ASSIGN_OR_RETURN(
+      Tensor scratch,
+      AllocateDevice(c, DType::kF32, {DecodeStackScratchFloats(shape)}));
+  ASSIGN_OR_RETURN(Tensor barrier,
+                   AllocateDevice(c, DType::kI32, {kDecodeStackBarrierWords}));
+  ASSIGN_OR_RETURN(
+      Tensor position,
+      ToDevice(c, Tensor::FromI32({static_cast<int32_t>(o.prompt)}, {1})));
+  // u64 stamps in an i32 tensor of twice the length (cudaMalloc aligns it).
+  ASSIGN_OR_RETURN(Tensor timeline,
+                   AllocateDevice(c, DType::kI32, {2 * stamps}));
+  auto* timeline_words = static_cast<uint64_t*>(timeline.raw_data());
+
+  cudaEvent_t begin, end;
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&begin));
+  DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&end));
+  std::vector<double> plain_ms, traced_ms;
+  for (int64_t s = 0; s < 2 * o.steps; ++s) {
+    const bool traced = s % 2 == 1;
+    RETURN_IF_ERROR(CopyDeviceToDevice(c, x_start, &x));
+    DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(begin, c.stream()));
+    RETURN_IF_ERROR(DecodeStack(
+        c, shape, table, position.data<int32_t>(),
+        inv_freq.empty() ? nullptr : inv_freq.data<float>(), x.data<float>(),
+        scratch.data<float>(), static_cast<unsigned*>(barrier.raw_data()),
+        traced ? timeline_words : nullptr));
+    DS_CUDA_RETURN_IF_ERROR(cudaEventRecord(end, c.stream()));
+    DS_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(end));
+    float ms = 0;
+    DS_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, begin, end));
+    if (s >= 2) (traced ? traced_ms : plain_ms).push_back(ms);
+  }
+  cudaEventDestroy(begin);
+  cudaEventDestroy(end);
+  std::vector<uint64_t> t(static_cast<size_t>(stamps));
+  DS_CUDA_RETURN_IF_ERROR(cudaMemcpy(t.data(), timeline_words,
+                                     t.size() * sizeof(uint64_t),
+                                     cudaMemcpyDeviceToHost));
+  std::printf("# decode stack timeline: %s, f16, position %lld, %d blocks\n\n",
+              o.model.c_str(), static_cast<long long>(o.prompt), grid);
+  std::printf("step: %.3f ms (timeline off), %.3f ms (on); medians of %zu\n",
+              Median(plain_ms), Median(traced_ms), plain_ms.size());
+  PrintTimeline(t, layers, grid);
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace dynsparse::cuda
 
-int main(int argc, char** argv) { return dynsparse::cuda::Run(argc, argv); }
+int main(int argc, char** argv) {
+  auto options = dynsparse::cuda::ParseFlags(argc, argv);
+  absl::Status s =
+      options.ok() ? dynsparse::cuda::Trace(*options) : options.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "dynsparse_decode_stack_trace: %s\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
