@@ -96,8 +96,7 @@ TEST(PasskeyTest, FollowupAsksTheSecondKeyInTheBridge) {
                                       "The secret number is"),
             std::string::npos)
       << bridge;
-  EXPECT_EQ(tok.Decode(p->answer, false).find(p->key) != std::string::npos,
-            true);
+  EXPECT_NE(tok.Decode(p->answer, false).find(p->key), std::string::npos);
   // The plain prompt of the same seed is another prompt.
   auto plain = MakePasskeyPrompt(tok, 400, {.depth = 0.25, .seed = 11});
   ASSERT_TRUE(plain.ok());

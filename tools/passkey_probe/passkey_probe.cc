@@ -94,6 +94,13 @@ int Run(int argc, char** argv) {
   const int64_t layer = std::atoll(argv[3]);
   const double keep = std::atof(argv[4]);
   const int64_t trials = std::atoll(argv[5]);
+  if (context < 64 || !(keep > 0 && keep <= 1) || trials < 1) {
+    std::fprintf(stderr,
+                 "CONTEXT must be >= 64, KEEP in (0, 1] and TRIALS >= 1 "
+                 "(got %s %s %s)\n",
+                 argv[2], argv[4], argv[5]);
+    return 2;
+  }
   auto model = LoadModel(dir, LoadOptions{});
   auto tokenizer = LoadHfTokenizer(dir);
   if (!model.ok() || !tokenizer.ok()) {
