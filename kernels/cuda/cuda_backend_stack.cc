@@ -2,7 +2,9 @@
 // persistent kernel of decode_stack.h, where the model's tensors fit it.
 // Anything else (f32 weights, a head_dim other than 128, views that are not
 // 16-byte aligned, widths past 16K) declines, and Session runs the layers
-// one by one as before.
+// one by one as before. DecodeStackShapeOf and DecodeStackEntry
+// (decode_stack.h) build the kernel's table here and in
+// tools/decode_stack_trace.
 #include <cstdint>
 #include <string>
 #include <vector>
