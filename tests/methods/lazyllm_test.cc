@@ -121,6 +121,17 @@ TEST(CombinedMethodTest, DenseOnEitherSideIsTheOtherMethodExactly) {
   auto both_dense = Make("combined", {});
   EXPECT_EQ(Logits(*both_dense), Logits(*dense));
   EXPECT_NE(Logits(*dense), want);  // The schedule did prune.
+
+  // The token side's keys choice passes through (the decode steps differ).
+  auto cached = Make("lazyllm", {"schedule=1:0.6,3:0.5", "keys=cached"});
+  auto combined_cached =
+      Make("combined", {"token=lazyllm", "token.schedule=1:0.6,3:0.5",
+                        "token.keys=cached", "head_neuron=dense"});
+  EXPECT_TRUE(combined_cached->AttendsToCachedTokens());
+  EXPECT_FALSE(combined->AttendsToCachedTokens());
+  const std::vector<float> want_cached = Logits(*cached);
+  EXPECT_EQ(Logits(*combined_cached), want_cached);
+  EXPECT_NE(want_cached, want);
 }
 
 // DejaVu predicts a layer's heads from the previous layer's MLP input; token
