@@ -84,8 +84,8 @@ class Method {
   // Before layer site.layer >= 1: which candidates flow into it.
   virtual void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                             TokenSelection* keep) {}
-  // False (LazyLLM as published): a layer's attention keys are the tokens
-  // selected for it in this step. True: also every token with K/V at the
+  // False (LazyLLM as Lazy-Llama implements it): a layer's attention keys
+  // are the tokens selected for it in this step. True: also every token with K/V at the
   // layer from an earlier step, so a decode step never loses cached context
   // (an ablation; the queries, and so the computed token-layers, are the
   // same).

@@ -11,7 +11,7 @@
 // selector=random (seed=N): the random-drop baseline at the same keep; each
 // sequence draws its own subset (generator seeded with N + sequences begun);
 // keys=cached: attention also over tokens cached at the layer by earlier
-// steps (an ablation; default keys=selected, as the paper).
+// steps (an ablation; default keys=selected, as Lazy-Llama implements it).
 #ifndef DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 #define DYNSPARSE_METHODS_LAZYLLM_LAZYLLM_H_
 

@@ -11,8 +11,10 @@
 //     step's top `keep` afresh.
 // Per depth it counts the trials where an occurrence of the secret number's
 // tokens lies wholly inside the top set of: the prompt's step; the first
-// answer step; every answer step; and with the kLead tokens before it. The
-// top set is taken over the prompt's positions.
+// answer step; every answer step; and with the kLead tokens before it; and
+// where every bridge token scores inside it at every answer step. The top
+// set's cut is taken over the prompt's positions. The steps are those of the
+// metric's trial (RunPasskeyTrial), on an unpruned session.
 //   dynsparse_passkey_probe MODEL_DIR CONTEXT LAYER KEEP TRIALS DEPTH...
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include "core/io/model_loader.h"
 #include "core/tokenizer/tokenizer.h"
 #include "experiments/metrics/passkey.h"
+#include "experiments/metrics/passkey_trial.h"
 #include "kernels/cpu/cpu_backend.h"
 
 namespace dynsparse {
@@ -59,24 +62,32 @@ class ProbeRecorder : public Method {
   int64_t layer_;
 };
 
+// One step's score and the lowest score of its top `keep` fraction of the
+// first n positions (the prompt's).
+struct StepScore {
+  StepScore(std::vector<float> by_position, int64_t n, double keep)
+      : score(std::move(by_position)) {
+    std::vector<float> sorted(score.begin(), score.begin() + n);
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    const int64_t kept = static_cast<int64_t>(keep * static_cast<double>(n));
+    cut = sorted[std::max<int64_t>(0, kept - 1)];
+  }
+  bool Kept(int64_t position) const { return score[position] >= cut; }
+  std::vector<float> score;
+  float cut;
+};
+
 // Whether some occurrence of `needle` in `tokens`, with the `before` tokens
-// ahead of it, lies wholly in the top `keep` fraction of `score`.
+// ahead of it, lies wholly in the step's top set.
 bool OccurrenceKept(const std::vector<int32_t>& tokens,
-                    const std::vector<int32_t>& needle,
-                    const std::vector<float>& score, double keep,
+                    const std::vector<int32_t>& needle, const StepScore& step,
                     int64_t before = 0) {
   const int64_t n = static_cast<int64_t>(tokens.size());
-  std::vector<float> sorted(score.begin(), score.begin() + n);
-  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
-  const int64_t kept = static_cast<int64_t>(keep * static_cast<double>(n));
-  const float cut = sorted[std::max<int64_t>(0, kept - 1)];
   const int64_t m = static_cast<int64_t>(needle.size());
   for (int64_t i = 0; i + m <= n; ++i) {
     if (!std::equal(needle.begin(), needle.end(), tokens.begin() + i)) continue;
     bool all = i >= before;
-    for (int64_t j = i - before; all && j < i + m; ++j) {
-      all = score[j] >= cut;
-    }
+    for (int64_t j = i - before; all && j < i + m; ++j) all = step.Kept(j);
     if (all) return true;
   }
   return false;
@@ -120,14 +131,15 @@ int Run(int argc, char** argv) {
       "context: trials whose secret number lies in the top set\n\n"
       "| depth | trials | prompt's step (static keeps) | first answer step | "
       "every answer step (lazyllm keeps) | with the %d tokens before it: "
-      "prompt's step | ... every answer step | pass key at the prompt's "
-      "step |\n|---|---|---|---|---|---|---|---|\n",
+      "prompt's step | ... every answer step | every bridge token, every "
+      "answer step | pass key at the prompt's step |\n"
+      "|---|---|---|---|---|---|---|---|---|\n",
       keep, static_cast<long long>(layer), static_cast<long long>(layer - 1),
       static_cast<long long>(context), static_cast<int>(kLead));
   for (int a = 6; a < argc; ++a) {
     const double depth = std::atof(argv[a]);
     int prompt_kept = 0, answer_kept = 0, every_kept = 0, pass_kept = 0;
-    int lead_kept = 0, prompt_lead_kept = 0;
+    int lead_kept = 0, prompt_lead_kept = 0, bridge_kept = 0;
     for (int64_t t = 0; t < trials; ++t) {
       PasskeySpec spec;
       spec.depth = depth;
@@ -141,44 +153,44 @@ int Run(int argc, char** argv) {
       ProbeRecorder recorder(layer);
       Session session(model->config, model->weights, backend, recorder,
                       context);
-      const int64_t n = static_cast<int64_t>(p->tokens.size());
-      absl::StatusOr<Tensor> logits = session.Forward(p->tokens, n - 1);
-      for (size_t i = 0; i < p->bridge.size() && logits.ok(); ++i) {
-        logits = session.Forward(absl::MakeConstSpan(&p->bridge[i], 1), 0);
-      }
-      // The key's tokens but the last, teacher-forced: each is a step that
-      // predicts the next one.
-      for (size_t i = 0; i + 1 < p->answer.size() && logits.ok(); ++i) {
-        logits = session.Forward(absl::MakeConstSpan(&p->answer[i], 1), 0);
-      }
-      if (!logits.ok()) {
-        std::fprintf(stderr, "%s\n", logits.status().ToString().c_str());
+      // The metric's steps: the prompt, the bridge, and the key's tokens
+      // teacher-forced (one greedy token, so greedy adds no step).
+      auto trial =
+          RunPasskeyTrial(session, p->tokens, p->bridge, p->answer, 1, {});
+      if (!trial.ok()) {
+        std::fprintf(stderr, "%s\n", trial.status().ToString().c_str());
         return 1;
+      }
+      const int64_t n = static_cast<int64_t>(p->tokens.size());
+      std::vector<StepScore> steps;
+      for (std::vector<float>& score : recorder.steps) {
+        steps.emplace_back(std::move(score), n, keep);
       }
       const std::vector<int32_t> pass_tokens =
           (*tokenizer)->Encode(" " + p->pass_key, false);
-      const std::vector<std::vector<float>>& steps = recorder.steps;
       const size_t first_answer = steps.size() - p->answer.size();
-      prompt_kept += OccurrenceKept(p->tokens, p->answer, steps.front(), keep);
-      answer_kept +=
-          OccurrenceKept(p->tokens, p->answer, steps[first_answer], keep);
-      bool every = true, every_with_lead = true;
+      prompt_kept += OccurrenceKept(p->tokens, p->answer, steps.front());
+      answer_kept += OccurrenceKept(p->tokens, p->answer, steps[first_answer]);
+      bool every = true, every_with_lead = true, bridge = true;
       for (size_t s = first_answer; s < steps.size(); ++s) {
-        every = every && OccurrenceKept(p->tokens, p->answer, steps[s], keep);
-        every_with_lead =
-            every_with_lead &&
-            OccurrenceKept(p->tokens, p->answer, steps[s], keep, kLead);
+        every = every && OccurrenceKept(p->tokens, p->answer, steps[s]);
+        every_with_lead = every_with_lead &&
+                          OccurrenceKept(p->tokens, p->answer, steps[s], kLead);
+        for (size_t b = 0; b < p->bridge.size(); ++b) {
+          bridge = bridge && steps[s].Kept(n + static_cast<int64_t>(b));
+        }
       }
       every_kept += every;
       lead_kept += every_with_lead;
+      bridge_kept += bridge;
       prompt_lead_kept +=
-          OccurrenceKept(p->tokens, p->answer, steps.front(), keep, kLead);
-      pass_kept +=
-          OccurrenceKept(p->tokens, pass_tokens, recorder.steps.front(), keep);
+          OccurrenceKept(p->tokens, p->answer, steps.front(), kLead);
+      pass_kept += OccurrenceKept(p->tokens, pass_tokens, steps.front());
     }
-    std::printf("| %.2f | %lld | %d | %d | %d | %d | %d | %d |\n", depth,
+    std::printf("| %.2f | %lld | %d | %d | %d | %d | %d | %d | %d |\n", depth,
                 static_cast<long long>(trials), prompt_kept, answer_kept,
-                every_kept, prompt_lead_kept, lead_kept, pass_kept);
+                every_kept, prompt_lead_kept, lead_kept, bridge_kept,
+                pass_kept);
   }
   return 0;
 }
