@@ -18,6 +18,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/mma_f16.cuh"
+#include "kernels/cuda/pipelined_attention.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -1067,7 +1068,28 @@ absl::Status PrefillAttention(DeviceContext& ctx,
       a.scratch = args.split_scratch;
     }
   }
+  const bool pipelined =
+      args.pipelined_splits && args.tensor_cores && a.split_keys > 0 &&
+      a.vec4 && PipelinedSplitSupported(args.head_dim) && IsAligned(a.q, 16);
   const absl::Status launched = [&]() -> absl::Status {
+    if (pipelined) {
+      PipelinedSplitArgs p;
+      p.q = a.q;
+      p.k = a.k;
+      p.v = a.v;
+      p.positions = a.positions;
+      p.key_rows = a.key_rows;
+      p.partials = a.scratch;
+      p.n = a.n;
+      p.heads = a.heads;
+      p.group = a.group;
+      p.head_dim = a.head_dim;
+      p.max_keys = a.max_keys;
+      p.splits = a.chunks;
+      p.split_keys = a.split_keys;
+      p.scale = a.scale;
+      return PipelinedSplitAttention(ctx, p);
+    }
     if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&
         IsAligned(a.out, 8) && (args.head_dim == 64 || args.head_dim == 128)) {
       return args.head_dim == 64 ? LaunchPrefillMma<64>(ctx, a)

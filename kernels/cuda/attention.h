@@ -57,6 +57,10 @@ struct DeviceAttentionArgs {
   // (PrefillSplitScratchFloats floats) and a second kernel merges them.
   int64_t key_splits = 1;
   float* split_scratch = nullptr;
+  // With tensor_cores and key splits: stream the keys through a cp.async
+  // ring (pipelined_attention.h) instead of staging each tile and then
+  // computing on it; same roundings, other summation order.
+  bool pipelined_splits = false;
   // Decode only: DecodeAttentionCounters(args) device ints, zero, which the
   // kernel leaves zero. With them the last block of each (row, head) merges
   // the key chunks in the same launch (one kernel instead of two, same

@@ -94,10 +94,11 @@ bool Adjacent(absl::Span<const Tensor* const> parts) {
   return true;
 }
 
-// The backend name's note on prefill attention: the old kernel, or a
-// flash block shape other than the default.
+// The backend name's note on prefill attention: the old kernel, the staged
+// split kernel, or a flash block shape other than the default.
 std::string FlashPrefillName(const CudaBackendOptions& options) {
   if (!options.flash_prefill_attention) return ", old prefill attention";
+  if (!options.pipelined_split_attention) return ", staged split attention";
   const FlashPrefillConfig c = options.flash_prefill_config;
   const FlashPrefillConfig standard;
   if (c.warps == standard.warps && c.min_blocks == standard.min_blocks) {
@@ -965,12 +966,14 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   }
   Tensor split_scratch;
   d.key_splits = key_splits;
+  d.pipelined_splits = options_.pipelined_split_attention;
   if (d.key_splits > 1) {
     split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
     d.split_scratch = split_scratch.data<float>();
   }
-  if (!Op(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
-              static_cast<uint64_t>(d.key_splits)))) {
+  if (!Op(Mix(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
+                  static_cast<uint64_t>(d.key_splits)),
+              d.pipelined_splits))) {
     return;
   }
   Check(PrefillAttention(*active_, d, args.num_keys), "Attention");

@@ -28,6 +28,10 @@ struct CudaBackendOptions {
   // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
   // turns it off (A/B timing).
   bool split_prefill_attention = true;
+  // Those split tensor-core prefills stream their keys through a cp.async
+  // ring (pipelined_attention.h). DYNSPARSE_CUDA_PIPELINED_SPLITS=0 restores
+  // the staged kernel (A/B timing).
+  bool pipelined_split_attention = true;
   // Tensor-core prefills without key splits run the FlashAttention-2-style
   // kernel (flash_prefill.h) instead of PrefillAttention's.
   // DYNSPARSE_CUDA_FLASH_PREFILL=0 restores the old kernel (A/B timing).

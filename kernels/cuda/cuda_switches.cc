@@ -31,6 +31,7 @@ constexpr OnOff kOnOff[] = {
     {"FUSE_NORM", &Options::fuse_norm},
     {"GATED_PAIRS", &Options::gated_pairs},
     {"SPLIT_ATTENTION", &Options::split_prefill_attention},
+    {"PIPELINED_SPLITS", &Options::pipelined_split_attention},
     {"FLASH_PREFILL", &Options::flash_prefill_attention},
     {"ROUNDED_NORM", &Options::rounded_norm_output},
     {"SIDE_WORK", &Options::side_work},

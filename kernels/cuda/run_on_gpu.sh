@@ -58,7 +58,8 @@
 # kernels/cuda + tests/cuda only: no yaml-cpp, nlohmann-json or ICU needed,
 # and unaffected by other folders). DS_CUDA_FULL_BUILD=1 builds the whole
 # repository instead. DS_CUDA_ARCHS overrides the CUDA architectures;
-# DS_CUDA_SKIP_BENCH=1 stops after the tests.
+# DS_CUDA_SKIP_BENCH=1 stops after the tests; DS_CUDA_BENCH_FILTER=regex runs
+# only the kernel benchmarks it matches.
 #
 # Exit status: 0 when the build and every test passed; 1 otherwise (the
 # benchmark still runs after failing tests so one run says as much as it can).
@@ -406,10 +407,13 @@ fi
 if [[ "${DS_CUDA_SKIP_BENCH:-0}" == 1 ]]; then
   echo "DS_CUDA_SKIP_BENCH=1: benchmark skipped"
 elif [[ "$have_benchmark" == ON && -x "$bench" ]]; then
-  section "GEMV benchmark"
+  section "kernel benchmark"
   start=$SECONDS
+  filter=()
+  [[ -n "${DS_CUDA_BENCH_FILTER:-}" ]] &&
+    filter=("--benchmark_filter=$DS_CUDA_BENCH_FILTER")
   if ! "$bench" --benchmark_format=json --benchmark_out="$OUT/cuda_bench.json" \
-      >/dev/null 2>"$OUT/cuda_bench.log"; then
+      "${filter[@]}" >/dev/null 2>"$OUT/cuda_bench.log"; then
     status=1
     tail -20 "$OUT/cuda_bench.log"
     echo "benchmark failed"
@@ -422,13 +426,13 @@ import json, sys
 data = json.load(open(sys.argv[1]))
 ctx = data.get("context", {})
 print(f"device: {ctx.get('device', '?')}   copy bandwidth: {ctx.get('copy_GBps', '?')} GB/s")
-print(f"{'benchmark':44s} {'us':>9s} {'GB/s':>8s} {'%copy':>6s}  plan")
+print(f"{'benchmark':56s} {'us':>9s} {'GB/s':>8s} {'%copy':>6s}  plan")
 for b in data.get("benchmarks", []):
     if b.get("error_occurred"):
-        print(f"{b['name']:44s} ERROR {b.get('error_message', '')}")
+        print(f"{b['name']:56s} ERROR {b.get('error_message', '')}")
         continue
     label = b.get("label", "").replace("resident_warps=", "res=")
-    print(f"{b['name']:44s} {b.get('us', 0):9.2f} {b.get('GB/s', 0):8.1f} "
+    print(f"{b['name']:56s} {b.get('us', 0):9.2f} {b.get('GB/s', 0):8.1f} "
           f"{b.get('pct_copy', 0):6.1f}  {label}")
 PY
   fi

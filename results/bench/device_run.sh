@@ -6,7 +6,8 @@
 # those test binaries (4 shards, 75 s each); RUN_NCU=1 then profiles DejaVu
 # decode steps (results/profile/ncu_dejavu.sh) into $OUT/ncu_dejavu.tgz;
 # RUN_TRACE=list records the kernel timelines of the list's decode steps
-# (results/profile/trace_decode.sh) into $OUT/trace.tgz.
+# (results/profile/trace_decode.sh) into $OUT/trace.tgz; RUN_KERNEL_BENCH=regex
+# runs the kernel benchmarks it matches (cuda_bench.json, cuda_bench.log).
 # Everything lands in $OUT (at most 8 files come back).
 set -uo pipefail
 export DYNSPARSE_GIT_SHA="${DYNSPARSE_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}"
@@ -16,7 +17,10 @@ if [[ -n "${RUN_SANITIZE_TESTS:-}" ]]; then
             DS_CUDA_SANITIZE_TIMEOUT=75
             "DS_CUDA_SANITIZE_TESTS=$RUN_SANITIZE_TESTS")
 fi
-env DS_CUDA_SKIP_PTXAS=1 DS_CUDA_SKIP_BENCH=1 DS_CUDA_SKIP_PLANS=1 \
+kernel_bench=(DS_CUDA_SKIP_BENCH=1)
+[[ -n "${RUN_KERNEL_BENCH:-}" ]] &&
+  kernel_bench=(DS_CUDA_SKIP_BENCH=0 "DS_CUDA_BENCH_FILTER=$RUN_KERNEL_BENCH")
+env DS_CUDA_SKIP_PTXAS=1 DS_CUDA_SKIP_PLANS=1 "${kernel_bench[@]}" \
   "DS_CUDA_CTEST_ARGS=${RUN_CTEST:--E ModelSized}" DS_CUDA_MODEL_BENCH=1 \
   "DS_CUDA_BENCH_LIST=$RUN_LIST" "${sanitize[@]}" \
   bash kernels/cuda/run_on_gpu.sh >"$OUT/run.log" 2>&1

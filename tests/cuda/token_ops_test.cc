@@ -82,40 +82,49 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     args.tensor_cores = false;
   }
 
-  // Keys split over blocks (attention.h key_splits), on both kernels: the
+  // From here on, cache rows not listed hold NaN and must not be read.
+  std::vector<float> k_live = k.ToF32Vector(), v_live = v.ToF32Vector();
+  std::vector<bool> listed(c.capacity, false);
+  for (int32_t key : keys) listed[key] = true;
+  const int64_t width = c.kv_heads * c.head_dim;
+  for (int64_t r = 0; r < c.capacity; ++r) {
+    if (listed[r]) continue;
+    std::fill_n(k_live.begin() + r * width, width, NAN);
+    std::fill_n(v_live.begin() + r * width, width, NAN);
+  }
+  const Tensor dk_live = Upload(Tensor::FromF32(k_live, k.shape()));
+  const Tensor dv_live = Upload(Tensor::FromF32(v_live, v.shape()));
+
+  // Keys split over blocks (attention.h key_splits), on every kernel: the
   // same result up to summation order; rows before a split see none of it.
+  args.k_cache = &dk_live;
+  args.v_cache = &dv_live;
   args.key_splits = 4;
   Tensor split_scratch =
       PoisonedDevice(DType::kF32, {PrefillSplitScratchFloats(args)});
   args.split_scratch = split_scratch.data<float>();
-  for (bool tensor_cores : {false, true}) {
+  // Tensor cores: the staged kernel, then the cp.async ring
+  // (pipelined_attention.h).
+  for (int kernel : {0, 1, 2}) {
+    const bool tensor_cores = kernel > 0;
     if (tensor_cores && c.head_dim != 64 && c.head_dim != 128) continue;
     Tensor split_out = PoisonedDevice(DType::kF32, ref.shape());
     args.out = &split_out;
     args.tensor_cores = tensor_cores;
+    args.pipelined_splits = kernel == 2;
     ASSERT_TRUE(PrefillAttention(ctx(), args, c.live).ok());
     EXPECT_LT(testutil::RelativeError(Download(split_out), ref.ToF32Vector()),
               tensor_cores ? 3e-3 : 1e-5)
-        << "split keys, tensor cores " << tensor_cores << " " << SeedMessage();
+        << "split keys, kernel " << kernel << " " << SeedMessage();
   }
   args.tensor_cores = false;
+  args.pipelined_splits = false;
   args.key_splits = 1;
   args.split_scratch = nullptr;
 
   if (c.rows <= 8) {
-    // Split-K decode, its grid sized by the listed keys: rows not listed
-    // hold NaN and must not be read. With the in-kernel merge (counters) too.
-    std::vector<float> k_live = k.ToF32Vector(), v_live = v.ToF32Vector();
-    std::vector<bool> listed(c.capacity, false);
-    for (int32_t key : keys) listed[key] = true;
-    const int64_t width = c.kv_heads * c.head_dim;
-    for (int64_t r = 0; r < c.capacity; ++r) {
-      if (listed[r]) continue;
-      std::fill_n(k_live.begin() + r * width, width, NAN);
-      std::fill_n(v_live.begin() + r * width, width, NAN);
-    }
-    const Tensor dk_live = Upload(Tensor::FromF32(k_live, k.shape()));
-    const Tensor dv_live = Upload(Tensor::FromF32(v_live, v.shape()));
+    // Split-K decode, its grid sized by the listed keys, with the in-kernel
+    // merge (counters) too.
     args.k_cache = &dk_live;
     args.v_cache = &dv_live;
     Tensor scratch =

@@ -38,9 +38,11 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
       Apply({"DYNSPARSE_CUDA_FLASH_PREFILL=0", "DYNSPARSE_CUDA_FUSE_NORM=0",
              "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1",
              "DYNSPARSE_CUDA_ROUNDED_NORM=0", "DYNSPARSE_CUDA_LAZY_MMA=0",
-             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0"},
+             "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0",
+             "DYNSPARSE_CUDA_PIPELINED_SPLITS=0"},
             &o)
           .ok());
+  EXPECT_FALSE(o.pipelined_split_attention);
   EXPECT_FALSE(o.stage_once);
   EXPECT_FALSE(o.topk_cluster);
   EXPECT_FALSE(o.rounded_norm_output);

@@ -1,0 +1,181 @@
+// Attention over a long f32 KV cache on the Llama-2-7B shape (32 heads of
+// 128): the one-row split-K decode kernel, and few query rows (a LazyLLM
+// decode step's revived rows) on the two split tensor-core kernels, the
+// staged one and the cp.async ring (pipelined_attention.h). The rows sit at
+// the last positions, so each reads every listed key: bytes per call are the
+// listed keys' K and V rows of every head, plus q and out. The key list is
+// every cache row (keys=cached) or every 4th (about what keys=selected
+// keeps); "none" runs without a list, as dense decode does.
+//
+//   dynsparse_cuda_benchmarks --benchmark_filter=attention
+#include "kernels/cuda/attention_benchmark.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_context.h"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int64_t kHeads = 32;
+constexpr int64_t kHeadDim = 128;
+
+enum class AttentionKernel { kDecode, kStaged, kPipelined };
+
+struct AttentionCase {
+  int64_t rows;
+  int64_t cache_rows;
+  int64_t list_every;  // 0: no key list; k: cache rows 0, k, 2k, ... listed
+  AttentionKernel kernel;
+  int64_t splits;  // 0: PrefillKeySplits's choice
+};
+
+const char* KernelName(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kDecode:
+      return "decode";
+    case AttentionKernel::kStaged:
+      return "staged";
+    case AttentionKernel::kPipelined:
+      return "pipelined";
+  }
+  return "?";
+}
+
+void BenchAttention(benchmark::State& state, bench::Env* env,
+                    AttentionCase c) {
+  DeviceContext& ctx = *env->ctx;
+  const int64_t width = kHeads * kHeadDim;
+  std::vector<int32_t> listed;
+  for (int64_t r = 0; c.list_every > 0 && r < c.cache_rows;
+       r += c.list_every) {
+    listed.push_back(static_cast<int32_t>(r));
+  }
+  const int64_t keys = c.list_every > 0 ? static_cast<int64_t>(listed.size())
+                                        : c.cache_rows;
+  std::vector<int32_t> positions(c.rows);
+  std::iota(positions.begin(), positions.end(),
+            static_cast<int32_t>(c.cache_rows - c.rows));
+
+  const double kv_bytes = 2.0 * 4.0 * static_cast<double>(c.cache_rows) * width;
+  const int buffers = bench::BuffersFor(ctx, kv_bytes);
+  std::vector<Tensor> k_caches, v_caches;
+  absl::Status ok = absl::OkStatus();
+  const auto allocate = [&](DType dtype, Shape shape) {
+    absl::StatusOr<Tensor> t = AllocateDevice(ctx, dtype, std::move(shape));
+    ok.Update(t.status());
+    return t.ok() ? *t : Tensor();
+  };
+  for (int i = 0; i < buffers && ok.ok(); ++i) {
+    k_caches.push_back(allocate(DType::kF32, {c.cache_rows, width}));
+    v_caches.push_back(allocate(DType::kF32, {c.cache_rows, width}));
+    if (ok.ok()) ok.Update(bench::FillRandom(ctx, &k_caches.back(), 10 + i, 1));
+    if (ok.ok()) ok.Update(bench::FillRandom(ctx, &v_caches.back(), 50 + i, 1));
+  }
+  Tensor q = ok.ok() ? allocate(DType::kF32, {c.rows, width}) : Tensor();
+  Tensor out = ok.ok() ? allocate(DType::kF32, {c.rows, width}) : Tensor();
+  if (ok.ok()) ok.Update(bench::FillRandom(ctx, &q, 7, 1));
+  Tensor dpos, dlist;
+  if (ok.ok()) {
+    absl::StatusOr<Tensor> t =
+        ToDevice(ctx, Tensor::FromI32(positions, {c.rows}));
+    ok.Update(t.status());
+    if (t.ok()) dpos = *t;
+  }
+  if (ok.ok() && !listed.empty()) {
+    absl::StatusOr<Tensor> t = ToDevice(ctx, Tensor::FromI32(listed, {keys}));
+    ok.Update(t.status());
+    if (t.ok()) dlist = *t;
+  }
+  if (!ok.ok()) {
+    state.SkipWithError(std::string(ok.message()).c_str());
+    return;
+  }
+
+  DeviceAttentionArgs args;
+  args.q = &q;
+  args.positions = dpos.data<int32_t>();
+  args.key_rows = listed.empty() ? nullptr : dlist.data<int32_t>();
+  args.num_keys = listed.empty() ? 0 : keys;
+  args.num_heads = kHeads;
+  args.num_kv_heads = kHeads;
+  args.head_dim = kHeadDim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  args.out = &out;
+  Tensor scratch, counters;
+  if (c.kernel == AttentionKernel::kDecode) {
+    args.k_cache = &k_caches[0];
+    args.v_cache = &v_caches[0];
+    scratch = allocate(DType::kF32, {DecodeAttentionScratchFloats(args)});
+    counters = allocate(DType::kI32, {DecodeAttentionCounters(args)});
+    if (ok.ok()) ok.Update(FillBytes(ctx, 0, &counters));
+    args.counters = counters.data<int32_t>();
+  } else {
+    args.tensor_cores = true;
+    args.pipelined_splits = c.kernel == AttentionKernel::kPipelined;
+    args.key_splits = c.splits > 0 ? c.splits
+                                   : PrefillKeySplits(c.rows, kHeads, keys,
+                                                      ctx.sm_count());
+    scratch = allocate(DType::kF32,
+                       {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
+    args.split_scratch = scratch.data<float>();
+    state.counters["splits"] = static_cast<double>(args.key_splits);
+  }
+  if (!ok.ok()) {
+    state.SkipWithError(std::string(ok.message()).c_str());
+    return;
+  }
+  state.counters["buffers"] = buffers;
+  const double bytes = 2.0 * 4.0 * static_cast<double>(keys) * width +
+                       2.0 * 4.0 * static_cast<double>(c.rows) * width;
+  bench::TimeGraph(
+      state, ctx, bench::CallsFor(buffers),
+      [&](int i) -> absl::Status {
+        DeviceAttentionArgs call = args;
+        call.k_cache = &k_caches[i % buffers];
+        call.v_cache = &v_caches[i % buffers];
+        return c.kernel == AttentionKernel::kDecode
+                   ? DecodeAttention(ctx, call, scratch.data<float>())
+                   : PrefillAttention(ctx, call, keys);
+      },
+      bytes, env->copy_gbps);
+}
+
+}  // namespace
+
+void RegisterAttentionBenchmarks(bench::Env* env) {
+  const auto add = [&](AttentionCase c) {
+    const std::string list =
+        c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
+    std::string name =
+        absl::StrFormat("attention/%s/rows%d/cache%d/%s", KernelName(c.kernel),
+                        c.rows, c.cache_rows, list);
+    if (c.splits > 0) absl::StrAppendFormat(&name, "/splits%d", c.splits);
+    benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
+        ->UseManualTime()
+        ->Iterations(bench::kIterations)
+        ->Unit(benchmark::kMicrosecond);
+  };
+  for (int64_t cache : {4096, 16384}) {
+    add({1, cache, 0, AttentionKernel::kDecode, 0});
+    add({1, cache, 1, AttentionKernel::kDecode, 0});
+    for (int64_t rows : {16, 32, 64}) {
+      for (int64_t every : {1, 4}) {
+        add({rows, cache, every, AttentionKernel::kStaged, 0});
+        add({rows, cache, every, AttentionKernel::kPipelined, 0});
+      }
+    }
+    for (int64_t splits : {4, 8, 16, 32}) {
+      add({32, cache, 1, AttentionKernel::kPipelined, splits});
+    }
+  }
+}
+
+}  // namespace dynsparse::cuda

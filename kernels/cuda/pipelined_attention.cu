@@ -1,0 +1,322 @@
+// PipelinedSplitAttention (pipelined_attention.h): one block of 4 warps per
+// (64-query tile, head, key split); each warp owns 16 query rows on
+// mma.sync m16n8k16 (f16 operands, f32 accumulate), as in attention.cu's
+// tensor-core prefill. The difference is the staging: 32-key stages of f32
+// K and V arrive by cp.async in a three-stage ring (two stages in flight while
+// one is computed), and the cache rows of the keys after next are loaded into
+// registers one stage ahead, so a key list never stalls the copies.
+#include "kernels/cuda/pipelined_attention.h"
+
+#include <climits>
+#include <cmath>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/mma_f16.cuh"
+
+namespace dynsparse::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockRows = 16 * kWarps;
+constexpr int kStageKeys = kPipelinedStageKeys;
+constexpr int kStages = 3;
+
+// Row strides in floats. K is read as float2 at (key 8j + g, column
+// 16s + 2t): with D + 8 the 16 lanes of each half warp hit 32 distinct banks.
+// V is read as single floats at (key 16i + 2t (+1, +8, +9), column 8n + g):
+// with D + 4 the 32 lanes do. Both keep rows 16-byte aligned for cp.async.
+template <int D>
+constexpr int KStride() {
+  return D + 8;
+}
+template <int D>
+constexpr int VStride() {
+  return D + 4;
+}
+template <int D>
+constexpr int StageFloats() {
+  return kStageKeys * (KStride<D>() + VStride<D>());
+}
+template <int D>
+constexpr int SmemBytes() {
+  return kStages * (StageFloats<D>() + kStageKeys) *
+         static_cast<int>(sizeof(float));
+}
+
+// This thread's share of a stage's copies: kPieces 16-byte pieces per key
+// row, kThreads / kPieces rows per pass.
+template <int D>
+struct StageShare {
+  static constexpr int kPieces = D / 4;
+  static constexpr int kRowsPerPass = kThreads / kPieces;
+  static constexpr int kRows = kStageKeys / kRowsPerPass;
+};
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 2)
+    PipelinedSplitKernel(const PipelinedSplitArgs a) {
+  using Share = StageShare<D>;
+  extern __shared__ __align__(16) float smem[];
+  int* stage_pos = reinterpret_cast<int*>(smem + kStages * StageFloats<D>());
+  __shared__ int block_max_pos;
+
+  const int h = blockIdx.y;
+  const int kvh = h / a.group;
+  const int q0 = blockIdx.x * kBlockRows;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int g = lane >> 2;  // fragment row group
+  const int t = lane & 3;   // fragment column pair
+  const int64_t q_stride = static_cast<int64_t>(a.heads) * D;
+  const int64_t kv_stride = static_cast<int64_t>(a.heads / a.group) * D;
+
+  if (threadIdx.x == 0) block_max_pos = -1;
+  __syncthreads();
+  if (threadIdx.x < kBlockRows && q0 + static_cast<int>(threadIdx.x) < a.n) {
+    atomicMax(&block_max_pos, a.positions[q0 + threadIdx.x]);
+  }
+  const bool active = q0 + warp * 16 < a.n;  // the warp has query rows
+  const int row_a = q0 + warp * 16 + g;      // this thread's two rows
+  const int row_b = row_a + 8;
+  const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
+  const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
+
+  uint32_t qf[D / 16][4];  // Q fragments (scaled, f16) for the D/16 k-steps
+  {
+    const float* qa = a.q + row_a * q_stride + static_cast<int64_t>(h) * D;
+    const float* qb = qa + 8 * q_stride;
+    const bool ok_a = row_a < a.n, ok_b = row_b < a.n;
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+      const int c = 16 * s + 2 * t;
+      const float sc = a.scale;
+      qf[s][0] = ok_a ? PackHalf2(qa[c] * sc, qa[c + 1] * sc) : 0u;
+      qf[s][1] = ok_b ? PackHalf2(qb[c] * sc, qb[c + 1] * sc) : 0u;
+      qf[s][2] = ok_a ? PackHalf2(qa[c + 8] * sc, qa[c + 9] * sc) : 0u;
+      qf[s][3] = ok_b ? PackHalf2(qb[c + 8] * sc, qb[c + 9] * sc) : 0u;
+    }
+  }
+  __syncthreads();
+  const int visible =
+      block_max_pos < 0
+          ? 0
+          : VisibleKeyCount(a.key_rows, a.max_keys, block_max_pos);
+  const int begin = static_cast<int>(blockIdx.z) * a.split_keys;
+  const int end = min(visible, begin + a.split_keys);
+  const int tiles = end > begin ? (end - begin + kStageKeys - 1) / kStageKeys
+                                : 0;
+
+  // Cache rows of this thread's keys of `tile` (-1: past the split).
+  const int piece = (threadIdx.x % Share::kPieces) * 4;
+  const int first_row = threadIdx.x / Share::kPieces;
+  int rows[Share::kRows];
+  const auto fetch_rows = [&](int tile) {
+    const int k0 = begin + tile * kStageKeys;
+#pragma unroll
+    for (int i = 0; i < Share::kRows; ++i) {
+      const int j = k0 + first_row + i * Share::kRowsPerPass;
+      rows[i] = j >= end ? -1 : (a.key_rows == nullptr ? j : a.key_rows[j]);
+    }
+  };
+  // Starts the copies of `tile` (rows fetched) into its stage; rows past the
+  // split are zero-filled (the cache past the sequence may hold NaN).
+  const auto issue = [&](int tile) {
+    const int stage = tile % kStages;
+    float* ks = smem + stage * StageFloats<D>();
+    float* vs = ks + kStageKeys * KStride<D>();
+#pragma unroll
+    for (int i = 0; i < Share::kRows; ++i) {
+      const int r = first_row + i * Share::kRowsPerPass;
+      const int64_t off = static_cast<int64_t>(max(rows[i], 0)) * kv_stride +
+                          static_cast<int64_t>(kvh) * D + piece;
+      CpAsync16(ks + r * KStride<D>() + piece, a.k + off, rows[i] >= 0);
+      CpAsync16(vs + r * VStride<D>() + piece, a.v + off, rows[i] >= 0);
+      if (piece == 0) {
+        stage_pos[stage * kStageKeys + r] = rows[i] >= 0 ? rows[i] : INT_MAX;
+      }
+    }
+  };
+
+  if (tiles > 0) fetch_rows(0);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles) {
+      issue(s);
+      if (s + 1 < tiles) fetch_rows(s + 1);
+    }
+    CpAsyncCommit();
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+
+  for (int tile = 0; tile < tiles; ++tile) {
+    CpAsyncWait<kStages - 2>();
+    __syncthreads();  // `tile` landed; every warp is done with tile - 1.
+    const int next = tile + kStages - 1;
+    if (next < tiles) {
+      issue(next);  // into tile - 1's stage
+      if (next + 1 < tiles) fetch_rows(next + 1);
+    }
+    CpAsyncCommit();
+    if (!active) continue;
+
+    const int stage = tile % kStages;
+    const float* ks = smem + stage * StageFloats<D>();
+    const float* vs = ks + kStageKeys * KStride<D>();
+    const int* kpos = stage_pos + stage * kStageKeys;
+
+    float sc[kStageKeys / 8][4];
+#pragma unroll
+    for (int j = 0; j < kStageKeys / 8; ++j) {
+      sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+    }
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+#pragma unroll
+      for (int j = 0; j < kStageKeys / 8; ++j) {
+        const float* kr = ks + (8 * j + g) * KStride<D>() + 16 * s + 2 * t;
+        const float2 lo = *reinterpret_cast<const float2*>(kr);
+        const float2 hi = *reinterpret_cast<const float2*>(kr + 8);
+        MmaF16(sc[j], qf[s], PackHalf2(lo.x, lo.y), PackHalf2(hi.x, hi.y));
+      }
+    }
+    float tile_a = -INFINITY, tile_b = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kStageKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key_pos = kpos[8 * j + 2 * t + e];
+        if (key_pos > pos_a) sc[j][e] = -INFINITY;
+        if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
+        tile_a = fmaxf(tile_a, sc[j][e]);
+        tile_b = fmaxf(tile_b, sc[j][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
+      tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
+    }
+    const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
+    const float alpha_a = new_a == -INFINITY ? 1.f : expf(m_a - new_a);
+    const float alpha_b = new_b == -INFINITY ? 1.f : expf(m_b - new_b);
+    m_a = new_a;
+    m_b = new_b;
+    l_a *= alpha_a;
+    l_b *= alpha_b;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][0] *= alpha_a;
+      o[n][1] *= alpha_a;
+      o[n][2] *= alpha_b;
+      o[n][3] *= alpha_b;
+    }
+#pragma unroll
+    for (int j = 0; j < kStageKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
+        sc[j][2 + e] = m_b == -INFINITY ? 0.f : expf(sc[j][2 + e] - m_b);
+        l_a += sc[j][e];
+        l_b += sc[j][2 + e];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kStageKeys / 16; ++i) {
+      // The probabilities of keys 16i..16i+15: S's C fragments are P's A.
+      const uint32_t p[4] = {PackHalf2(sc[2 * i][0], sc[2 * i][1]),
+                             PackHalf2(sc[2 * i][2], sc[2 * i][3]),
+                             PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]),
+                             PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3])};
+      // V's B fragment (k = key, n = dim): keys 16i + 2t, +1 and +8, +9 of
+      // column 8n + g, packed from the f32 stage.
+      const float* v0 = vs + (16 * i + 2 * t) * VStride<D>() + g;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const float* vc = v0 + 8 * n;
+        MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]),
+               PackHalf2(vc[8 * VStride<D>()], vc[9 * VStride<D>()]));
+      }
+    }
+  }
+  CpAsyncWait<0>();
+
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  // Partials: lane t holds columns 8n + 2t, +1 of its rows.
+  const auto write = [&](int row, float m, float l, int first) {
+    if (row >= a.n) return;
+    float* e = a.partials +
+               ((static_cast<int64_t>(row) * a.heads + h) * a.splits +
+                blockIdx.z) *
+                   (D + 2);
+    if (t == 0) {
+      e[0] = m;
+      e[1] = l;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      *reinterpret_cast<float2*>(e + 2 + 8 * n + 2 * t) =
+          make_float2(o[n][first], o[n][first + 1]);
+    }
+  };
+  write(row_a, m_a, l_a, 0);
+  write(row_b, m_b, l_b, 2);
+}
+
+template <int D>
+absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
+  static std::once_flag once;
+  static cudaError_t attr_error = cudaSuccess;
+  std::call_once(once, [] {
+    attr_error = cudaFuncSetAttribute(
+        PipelinedSplitKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        SmemBytes<D>());
+  });
+  DS_CUDA_RETURN_IF_ERROR(attr_error);
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kBlockRows)),
+                  static_cast<unsigned>(a.heads),
+                  static_cast<unsigned>(a.splits));
+  PipelinedSplitKernel<D>
+      <<<grid, kThreads, SmemBytes<D>(), ctx.stream()>>>(a);
+  return LastLaunchStatus("PipelinedSplitKernel");
+}
+
+}  // namespace
+
+absl::Status PipelinedSplitAttention(DeviceContext& ctx,
+                                     const PipelinedSplitArgs& args) {
+  if (!PipelinedSplitSupported(args.head_dim) || args.n < 0 ||
+      args.heads <= 0 || args.group <= 0 || args.heads % args.group != 0 ||
+      args.splits <= 0 || args.split_keys % kStageKeys != 0 ||
+      static_cast<int64_t>(args.splits) * args.split_keys < args.max_keys) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipelined attention: unsupported ", args.heads, "/", args.group,
+        " heads x ", args.head_dim, ", ", args.splits, " splits of ",
+        args.split_keys, " keys for ", args.max_keys));
+  }
+  for (const void* p : {static_cast<const void*>(args.q),
+                        static_cast<const void*>(args.k),
+                        static_cast<const void*>(args.v),
+                        static_cast<const void*>(args.partials)}) {
+    if (p == nullptr || !IsAligned(p, 16)) {
+      return absl::InvalidArgumentError(
+          "pipelined attention: q, k, v and partials must be 16-byte "
+          "aligned device pointers");
+    }
+  }
+  if (args.n == 0) return absl::OkStatus();
+  return args.head_dim == 64 ? Launch<64>(ctx, args) : Launch<128>(ctx, args);
+}
+
+}  // namespace dynsparse::cuda
