@@ -1,7 +1,7 @@
 // Attention over a long f32 KV cache on the Llama-2-7B shape (32 heads of
 // 128): the one-row split-K decode kernel, and few query rows (a LazyLLM
 // decode step's revived rows) on the two split tensor-core kernels, the
-// staged one and the cp.async ring (pipelined_attention.h). The rows sit at
+// staged one and the cp.async ring (pipelined_attention.h) of 3 or 6 stages. The rows sit at
 // the last positions, so each reads every listed key: bytes per call are the
 // listed keys' K and V rows of every head, plus q and out. The key list is
 // every cache row (keys=cached) or every 4th (about what keys=selected
@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device_context.h"
+#include "kernels/cuda/pipelined_attention.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -27,14 +28,13 @@ namespace {
 constexpr int64_t kHeads = 32;
 constexpr int64_t kHeadDim = 128;
 
-enum class AttentionKernel { kDecode, kStaged, kPipelined };
+enum class AttentionKernel { kDecode, kStaged, kPipelined, kDeepRing };
 
 struct AttentionCase {
   int64_t rows;
   int64_t cache_rows;
   int64_t list_every;  // 0: no key list; k: cache rows 0, k, 2k, ... listed
   AttentionKernel kernel;
-  int64_t splits;  // 0: PrefillKeySplits's choice
 };
 
 const char* KernelName(AttentionKernel k) {
@@ -45,6 +45,8 @@ const char* KernelName(AttentionKernel k) {
       return "staged";
     case AttentionKernel::kPipelined:
       return "pipelined";
+    case AttentionKernel::kDeepRing:
+      return "pipelined6";
   }
   return "?";
 }
@@ -118,11 +120,15 @@ void BenchAttention(benchmark::State& state, bench::Env* env,
     if (ok.ok()) ok.Update(FillBytes(ctx, 0, &counters));
     args.counters = counters.data<int32_t>();
   } else {
+    // The splits CudaBackend::Attention picks for each kernel.
     args.tensor_cores = true;
-    args.pipelined_splits = c.kernel == AttentionKernel::kPipelined;
-    args.key_splits = c.splits > 0 ? c.splits
-                                   : PrefillKeySplits(c.rows, kHeads, keys,
-                                                      ctx.sm_count());
+    args.pipelined_splits = c.kernel != AttentionKernel::kStaged;
+    args.pipelined_deep_ring = c.kernel == AttentionKernel::kDeepRing;
+    args.key_splits =
+        args.pipelined_splits
+            ? PipelinedSplitCount(c.rows, kHeads, keys, ctx.sm_count(),
+                                  args.pipelined_deep_ring)
+            : PrefillKeySplits(c.rows, kHeads, keys, ctx.sm_count());
     scratch = allocate(DType::kF32,
                        {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
     args.split_scratch = scratch.data<float>();
@@ -154,26 +160,25 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
   const auto add = [&](AttentionCase c) {
     const std::string list =
         c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
-    std::string name =
+    const std::string name =
         absl::StrFormat("attention/%s/rows%d/cache%d/%s", KernelName(c.kernel),
                         c.rows, c.cache_rows, list);
-    if (c.splits > 0) absl::StrAppendFormat(&name, "/splits%d", c.splits);
     benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
         ->UseManualTime()
         ->Iterations(bench::kIterations)
         ->Unit(benchmark::kMicrosecond);
   };
   for (int64_t cache : {4096, 16384}) {
-    add({1, cache, 0, AttentionKernel::kDecode, 0});
-    add({1, cache, 1, AttentionKernel::kDecode, 0});
-    for (int64_t rows : {16, 32, 64}) {
+    add({1, cache, 0, AttentionKernel::kDecode});
+    add({1, cache, 1, AttentionKernel::kDecode});
+    for (int64_t rows : {16, 64}) {
       for (int64_t every : {1, 4}) {
-        add({rows, cache, every, AttentionKernel::kStaged, 0});
-        add({rows, cache, every, AttentionKernel::kPipelined, 0});
+        for (AttentionKernel k :
+             {AttentionKernel::kStaged, AttentionKernel::kPipelined,
+              AttentionKernel::kDeepRing}) {
+          add({rows, cache, every, k});
+        }
       }
-    }
-    for (int64_t splits : {4, 8, 16, 32}) {
-      add({32, cache, 1, AttentionKernel::kPipelined, splits});
     }
   }
 }

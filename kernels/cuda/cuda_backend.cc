@@ -19,6 +19,7 @@
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/op_signature.h"
+#include "kernels/cuda/pipelined_attention.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sparse_mlp.h"
 #include "kernels/cuda/sparse_ops.h"
@@ -941,10 +942,16 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   d.tensor_cores = n >= (args.key_positions.empty()
                              ? options_.tensor_core_attention_rows
                              : options_.tensor_core_keyed_attention_rows);
+  const bool deep_ring = options_.pipelined_split_stages == 6;
+  const bool pipelined = options_.pipelined_split_attention &&
+                         d.tensor_cores &&
+                         PipelinedSplitSupported(args.head_dim);
   const int64_t key_splits =
-      options_.split_prefill_attention
-          ? PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count())
-          : 1;
+      !options_.split_prefill_attention ? 1
+      : pipelined ? PipelinedSplitCount(n, args.num_heads, args.num_keys,
+                                        ctx_->sm_count(), deep_ring)
+                  : PrefillKeySplits(n, args.num_heads, args.num_keys,
+                                     ctx_->sm_count());
   // The flash kernel has no key split: a few revived rows over many keys
   // (tensor cores from tensor_core_keyed_attention_rows) take the split
   // kernels instead. Full prefills keep it whatever their grid.
@@ -966,14 +973,15 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   }
   Tensor split_scratch;
   d.key_splits = key_splits;
-  d.pipelined_splits = options_.pipelined_split_attention;
+  d.pipelined_splits = pipelined;
+  d.pipelined_deep_ring = deep_ring;
   if (d.key_splits > 1) {
     split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
     d.split_scratch = split_scratch.data<float>();
   }
   if (!Op(Mix(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
                   static_cast<uint64_t>(d.key_splits)),
-              d.pipelined_splits))) {
+              d.pipelined_splits + 2 * d.pipelined_deep_ring))) {
     return;
   }
   Check(PrefillAttention(*active_, d, args.num_keys), "Attention");
