@@ -1088,7 +1088,6 @@ absl::Status PrefillAttention(DeviceContext& ctx,
       p.splits = a.chunks;
       p.split_keys = a.split_keys;
       p.scale = a.scale;
-      p.deep_ring = args.pipelined_deep_ring;
       return PipelinedSplitAttention(ctx, p);
     }
     if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&

@@ -61,8 +61,6 @@ struct DeviceAttentionArgs {
   // ring (pipelined_attention.h) instead of staging each tile and then
   // computing on it; same roundings, other summation order.
   bool pipelined_splits = false;
-  // ... on its deep ring (PipelinedSplitArgs::deep_ring).
-  bool pipelined_deep_ring = false;
   // Decode only: DecodeAttentionCounters(args) device ints, zero, which the
   // kernel leaves zero. With them the last block of each (row, head) merges
   // the key chunks in the same launch (one kernel instead of two, same

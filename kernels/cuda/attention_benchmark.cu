@@ -1,7 +1,7 @@
 // Attention over a long f32 KV cache on the Llama-2-7B shape (32 heads of
 // 128): the one-row split-K decode kernel, and few query rows (a LazyLLM
 // decode step's revived rows) on the two split tensor-core kernels, the
-// staged one and the cp.async ring (pipelined_attention.h) of 3 or 6 stages. The rows sit at
+// staged one and the cp.async ring (pipelined_attention.h). The rows sit at
 // the last positions, so each reads every listed key: bytes per call are the
 // listed keys' K and V rows of every head, plus q and out. The key list is
 // every cache row (keys=cached) or every 4th (about what keys=selected
@@ -28,7 +28,7 @@ namespace {
 constexpr int64_t kHeads = 32;
 constexpr int64_t kHeadDim = 128;
 
-enum class AttentionKernel { kDecode, kStaged, kPipelined, kDeepRing };
+enum class AttentionKernel { kDecode, kStaged, kPipelined };
 
 struct AttentionCase {
   int64_t rows;
@@ -45,8 +45,6 @@ const char* KernelName(AttentionKernel k) {
       return "staged";
     case AttentionKernel::kPipelined:
       return "pipelined";
-    case AttentionKernel::kDeepRing:
-      return "pipelined6";
   }
   return "?";
 }
@@ -122,12 +120,10 @@ void BenchAttention(benchmark::State& state, bench::Env* env,
   } else {
     // The splits CudaBackend::Attention picks for each kernel.
     args.tensor_cores = true;
-    args.pipelined_splits = c.kernel != AttentionKernel::kStaged;
-    args.pipelined_deep_ring = c.kernel == AttentionKernel::kDeepRing;
+    args.pipelined_splits = c.kernel == AttentionKernel::kPipelined;
     args.key_splits =
         args.pipelined_splits
-            ? PipelinedSplitCount(c.rows, kHeads, keys, ctx.sm_count(),
-                                  args.pipelined_deep_ring)
+            ? PipelinedSplitCount(c.rows, kHeads, keys, ctx.sm_count())
             : PrefillKeySplits(c.rows, kHeads, keys, ctx.sm_count());
     scratch = allocate(DType::kF32,
                        {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
@@ -171,13 +167,12 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
   for (int64_t cache : {4096, 16384}) {
     add({1, cache, 0, AttentionKernel::kDecode});
     add({1, cache, 1, AttentionKernel::kDecode});
-    for (int64_t rows : {16, 64}) {
+    // Revived rows: 9-64 in most layers that have any, 65-255 in a few.
+    for (int64_t rows : {16, 32, 64, 128, 200}) {
       for (int64_t every : {1, 4}) {
-        for (AttentionKernel k :
-             {AttentionKernel::kStaged, AttentionKernel::kPipelined,
-              AttentionKernel::kDeepRing}) {
-          add({rows, cache, every, k});
-        }
+        if (every == 4 && rows > 64) continue;
+        add({rows, cache, every, AttentionKernel::kStaged});
+        add({rows, cache, every, AttentionKernel::kPipelined});
       }
     }
   }

@@ -942,14 +942,13 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   d.tensor_cores = n >= (args.key_positions.empty()
                              ? options_.tensor_core_attention_rows
                              : options_.tensor_core_keyed_attention_rows);
-  const bool deep_ring = options_.pipelined_split_stages == 6;
   const bool pipelined = options_.pipelined_split_attention &&
                          d.tensor_cores &&
                          PipelinedSplitSupported(args.head_dim);
   const int64_t key_splits =
       !options_.split_prefill_attention ? 1
       : pipelined ? PipelinedSplitCount(n, args.num_heads, args.num_keys,
-                                        ctx_->sm_count(), deep_ring)
+                                        ctx_->sm_count())
                   : PrefillKeySplits(n, args.num_heads, args.num_keys,
                                      ctx_->sm_count());
   // The flash kernel has no key split: a few revived rows over many keys
@@ -974,14 +973,13 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   Tensor split_scratch;
   d.key_splits = key_splits;
   d.pipelined_splits = pipelined;
-  d.pipelined_deep_ring = deep_ring;
   if (d.key_splits > 1) {
     split_scratch = Allocate(DType::kF32, {PrefillSplitScratchFloats(d)});
     d.split_scratch = split_scratch.data<float>();
   }
   if (!Op(Mix(Mix(Mix(Mix(sig, args.num_keys), d.tensor_cores),
                   static_cast<uint64_t>(d.key_splits)),
-              d.pipelined_splits + 2 * d.pipelined_deep_ring))) {
+              d.pipelined_splits))) {
     return;
   }
   Check(PrefillAttention(*active_, d, args.num_keys), "Attention");

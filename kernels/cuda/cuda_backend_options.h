@@ -32,9 +32,6 @@ struct CudaBackendOptions {
   // ring (pipelined_attention.h). DYNSPARSE_CUDA_PIPELINED_SPLITS=0 restores
   // the staged kernel (A/B timing).
   bool pipelined_split_attention = true;
-  // Its ring: 3 stages at two blocks per SM or 6 at one.
-  // DYNSPARSE_CUDA_PIPELINED_STAGES=3|6 overrides it (A/B timing).
-  int64_t pipelined_split_stages = 3;
   // Tensor-core prefills without key splits run the FlashAttention-2-style
   // kernel (flash_prefill.h) instead of PrefillAttention's.
   // DYNSPARSE_CUDA_FLASH_PREFILL=0 restores the old kernel (A/B timing).

@@ -1,10 +1,18 @@
 // PipelinedSplitAttention (pipelined_attention.h): one block of 4 warps per
-// (64-query tile, head, key split); each warp owns 16 query rows on
-// mma.sync m16n8k16 (f16 operands, f32 accumulate), as in attention.cu's
-// tensor-core prefill. The difference is the staging: 32-key stages of f32
-// K and V arrive by cp.async in a three-stage ring (two stages in flight while
-// one is computed), and the cache rows of the keys after next are loaded into
-// registers one stage ahead, so a key list never stalls the copies.
+// (query tile, head, key split) on mma.sync m16n8k16 (f16 operands, f32
+// accumulate), as in attention.cu's tensor-core prefill. The difference is
+// the staging: 32-key stages of f32 K and V arrive by cp.async in a
+// three-stage ring (two stages in flight while one is computed), and the
+// cache rows of the keys after next are loaded into registers one stage
+// ahead, so a key list never stalls the copies.
+//
+// A warp owns 16 query rows and 32 / kKeyParts keys of each stage: with 16
+// rows or fewer the four warps split every stage's keys four ways (tile of
+// 16 rows), with 17-32 two ways (tile of 32), else they split the rows (64).
+// One warp computing a whole stage alone was the kernel's critical path:
+// Nsight Compute (h200_run74) saw the three idle warps of a 16-row block
+// waiting at the stage barrier for half of all cycles. The warps of a row
+// group merge their online-softmax states through shared memory at the end.
 #include "kernels/cuda/pipelined_attention.h"
 
 #include <algorithm>
@@ -22,8 +30,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kBlockRows = 16 * kWarps;
 constexpr int kStageKeys = kPipelinedStageKeys;
+constexpr int kStages = 3;
 
 // Row strides in floats. K is read as float2 at (key 8j + g, column
 // 16s + 2t): with D + 8 the 16 lanes of each half warp hit 32 distinct banks.
@@ -41,7 +49,7 @@ template <int D>
 constexpr int StageFloats() {
   return kStageKeys * (KStride<D>() + VStride<D>());
 }
-template <int D, int kStages>
+template <int D>
 constexpr int SmemBytes() {
   return kStages * (StageFloats<D>() + kStageKeys) *
          static_cast<int>(sizeof(float));
@@ -56,12 +64,17 @@ struct StageShare {
   static constexpr int kRows = kStageKeys / kRowsPerPass;
 };
 
-// kStages stages of which kStages - 1 are in flight while one is computed;
-// kMinBlocks blocks per SM (the ring's shared memory allows no more).
-template <int D, int kStages, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+template <int kKeyParts>
+constexpr int BlockRows() {
+  return 16 * kWarps / kKeyParts;
+}
+
+template <int D, int kKeyParts>
+__global__ void __launch_bounds__(kThreads, 2)
     PipelinedSplitKernel(const PipelinedSplitArgs a) {
   using Share = StageShare<D>;
+  constexpr int kBlockRows = BlockRows<kKeyParts>();
+  constexpr int kWarpKeys = kStageKeys / kKeyParts;  // of each stage
   extern __shared__ __align__(16) float smem[];
   int* stage_pos = reinterpret_cast<int*>(smem + kStages * StageFloats<D>());
   __shared__ int block_max_pos;
@@ -73,6 +86,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int warp = threadIdx.x >> 5;
   const int g = lane >> 2;  // fragment row group
   const int t = lane & 3;   // fragment column pair
+  const int group = warp / kKeyParts;  // the warp's 16 rows of the tile
+  const int part = warp % kKeyParts;   // its keys of each stage
+  const int key0 = part * kWarpKeys;
   const int64_t q_stride = static_cast<int64_t>(a.heads) * D;
   const int64_t kv_stride = static_cast<int64_t>(a.heads / a.group) * D;
 
@@ -81,8 +97,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (threadIdx.x < kBlockRows && q0 + static_cast<int>(threadIdx.x) < a.n) {
     atomicMax(&block_max_pos, a.positions[q0 + threadIdx.x]);
   }
-  const bool active = q0 + warp * 16 < a.n;  // the warp has query rows
-  const int row_a = q0 + warp * 16 + g;      // this thread's two rows
+  const bool active = q0 + group * 16 < a.n;  // the warp has query rows
+  const int row_a = q0 + group * 16 + g;      // this thread's two rows
   const int row_b = row_a + 8;
   const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
@@ -174,16 +190,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const float* vs = ks + kStageKeys * KStride<D>();
     const int* kpos = stage_pos + stage * kStageKeys;
 
-    float sc[kStageKeys / 8][4];
+    float sc[kWarpKeys / 8][4];
 #pragma unroll
-    for (int j = 0; j < kStageKeys / 8; ++j) {
+    for (int j = 0; j < kWarpKeys / 8; ++j) {
       sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
     }
 #pragma unroll
     for (int s = 0; s < D / 16; ++s) {
 #pragma unroll
-      for (int j = 0; j < kStageKeys / 8; ++j) {
-        const float* kr = ks + (8 * j + g) * KStride<D>() + 16 * s + 2 * t;
+      for (int j = 0; j < kWarpKeys / 8; ++j) {
+        const float* kr =
+            ks + (key0 + 8 * j + g) * KStride<D>() + 16 * s + 2 * t;
         const float2 lo = *reinterpret_cast<const float2*>(kr);
         const float2 hi = *reinterpret_cast<const float2*>(kr + 8);
         MmaF16(sc[j], qf[s], PackHalf2(lo.x, lo.y), PackHalf2(hi.x, hi.y));
@@ -191,10 +208,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     float tile_a = -INFINITY, tile_b = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < kStageKeys / 8; ++j) {
+    for (int j = 0; j < kWarpKeys / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int key_pos = kpos[8 * j + 2 * t + e];
+        const int key_pos = kpos[key0 + 8 * j + 2 * t + e];
         if (key_pos > pos_a) sc[j][e] = -INFINITY;
         if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
         tile_a = fmaxf(tile_a, sc[j][e]);
@@ -221,7 +238,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       o[n][3] *= alpha_b;
     }
 #pragma unroll
-    for (int j = 0; j < kStageKeys / 8; ++j) {
+    for (int j = 0; j < kWarpKeys / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
@@ -230,21 +247,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         l_b += sc[j][2 + e];
       }
     }
-#pragma unroll
-    for (int i = 0; i < kStageKeys / 16; ++i) {
-      // The probabilities of keys 16i..16i+15: S's C fragments are P's A.
-      const uint32_t p[4] = {PackHalf2(sc[2 * i][0], sc[2 * i][1]),
-                             PackHalf2(sc[2 * i][2], sc[2 * i][3]),
-                             PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]),
-                             PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3])};
-      // V's B fragment (k = key, n = dim): keys 16i + 2t, +1 and +8, +9 of
-      // column 8n + g, packed from the f32 stage.
-      const float* v0 = vs + (16 * i + 2 * t) * VStride<D>() + g;
+    if constexpr (kWarpKeys == 8) {
+      // Eight keys: the upper half of the k = 16 step is zero.
+      const uint32_t p[4] = {PackHalf2(sc[0][0], sc[0][1]),
+                             PackHalf2(sc[0][2], sc[0][3]), 0u, 0u};
+      const float* v0 = vs + (key0 + 2 * t) * VStride<D>() + g;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
         const float* vc = v0 + 8 * n;
-        MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]),
-               PackHalf2(vc[8 * VStride<D>()], vc[9 * VStride<D>()]));
+        MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]), 0u);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWarpKeys / 16; ++i) {
+        // The probabilities of keys 16i..16i+15: S's C fragments are P's A.
+        const uint32_t p[4] = {PackHalf2(sc[2 * i][0], sc[2 * i][1]),
+                               PackHalf2(sc[2 * i][2], sc[2 * i][3]),
+                               PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]),
+                               PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3])};
+        // V's B fragment (k = key, n = dim): keys 16i + 2t, +1 and +8, +9
+        // of column 8n + g, packed from the f32 stage.
+        const float* v0 = vs + (key0 + 16 * i + 2 * t) * VStride<D>() + g;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          const float* vc = v0 + 8 * n;
+          MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]),
+                 PackHalf2(vc[8 * VStride<D>()], vc[9 * VStride<D>()]));
+        }
       }
     }
   }
@@ -254,6 +283,48 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int off = 1; off <= 2; off <<= 1) {
     l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
     l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  if constexpr (kKeyParts > 1) {
+    // The row group's other warps hand their states to its first warp
+    // through the idle ring, lane for lane (same fragment layout):
+    // [warp][value][lane], value 0-3 m_a, m_b, l_a, l_b, then o.
+    constexpr int kValues = 4 + D / 2;
+    __syncthreads();  // every warp is done with the ring
+    float* mine = smem + warp * kValues * 32 + lane;
+    if (part != 0) {
+      mine[0] = m_a;
+      mine[32] = m_b;
+      mine[64] = l_a;
+      mine[96] = l_b;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mine[(4 + 4 * n + e) * 32] = o[n][e];
+      }
+    }
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int other = 1; other < kKeyParts; ++other) {
+      const float* theirs = mine + other * kValues * 32;
+      const float om_a = theirs[0], om_b = theirs[32];
+      const float top_a = fmaxf(m_a, om_a), top_b = fmaxf(m_b, om_b);
+      const float sa = m_a == -INFINITY ? 0.f : expf(m_a - top_a);
+      const float sb = m_b == -INFINITY ? 0.f : expf(m_b - top_b);
+      const float osa = om_a == -INFINITY ? 0.f : expf(om_a - top_a);
+      const float osb = om_b == -INFINITY ? 0.f : expf(om_b - top_b);
+      m_a = top_a;
+      m_b = top_b;
+      l_a = l_a * sa + theirs[64] * osa;
+      l_b = l_b * sb + theirs[96] * osb;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][0] = o[n][0] * sa + theirs[(4 + 4 * n) * 32] * osa;
+        o[n][1] = o[n][1] * sa + theirs[(5 + 4 * n) * 32] * osa;
+        o[n][2] = o[n][2] * sb + theirs[(6 + 4 * n) * 32] * osb;
+        o[n][3] = o[n][3] * sb + theirs[(7 + 4 * n) * 32] * osb;
+      }
+    }
   }
   // Partials: lane t holds columns 8n + 2t, +1 of its rows.
   const auto write = [&](int row, float m, float l, int first) {
@@ -276,28 +347,38 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   write(row_b, m_b, l_b, 2);
 }
 
-template <int D, int kStages, int kMinBlocks>
+template <int D, int kKeyParts>
 absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
-  constexpr int kSmem = SmemBytes<D, kStages>();
+  constexpr int kSmem = SmemBytes<D>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        PipelinedSplitKernel<D, kStages, kMinBlocks>,
+        PipelinedSplitKernel<D, kKeyParts>,
         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
-  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kBlockRows)),
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, BlockRows<kKeyParts>())),
                   static_cast<unsigned>(a.heads),
                   static_cast<unsigned>(a.splits));
-  PipelinedSplitKernel<D, kStages, kMinBlocks>
+  PipelinedSplitKernel<D, kKeyParts>
       <<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PipelinedSplitKernel");
 }
 
+// The key parts for n rows: every warp gets rows to compute.
+int KeyParts(int64_t n) { return n <= 16 ? 4 : n <= 32 ? 2 : 1; }
+
 template <int D>
-absl::Status LaunchRing(DeviceContext& ctx, const PipelinedSplitArgs& a) {
-  return a.deep_ring ? Launch<D, 6, 1>(ctx, a) : Launch<D, 3, 2>(ctx, a);
+absl::Status LaunchForRows(DeviceContext& ctx, const PipelinedSplitArgs& a) {
+  switch (KeyParts(a.n)) {
+    case 4:
+      return Launch<D, 4>(ctx, a);
+    case 2:
+      return Launch<D, 2>(ctx, a);
+    default:
+      return Launch<D, 1>(ctx, a);
+  }
 }
 
 }  // namespace
@@ -324,17 +405,14 @@ absl::Status PipelinedSplitAttention(DeviceContext& ctx,
     }
   }
   if (args.n == 0) return absl::OkStatus();
-  return args.head_dim == 64 ? LaunchRing<64>(ctx, args)
-                             : LaunchRing<128>(ctx, args);
+  return args.head_dim == 64 ? LaunchForRows<64>(ctx, args)
+                             : LaunchForRows<128>(ctx, args);
 }
 
-int PipelinedSplitBlocksPerSm(bool deep_ring) { return deep_ring ? 1 : 2; }
-
 int64_t PipelinedSplitCount(int64_t rows, int64_t heads, int64_t max_keys,
-                            int sm_count, bool deep_ring) {
-  const int64_t tiles = CeilDiv(rows, int64_t{kBlockRows}) * heads;
-  const int64_t resident =
-      int64_t{sm_count} * PipelinedSplitBlocksPerSm(deep_ring);
+                            int sm_count) {
+  const int64_t tiles = CeilDiv(rows, int64_t{64} / KeyParts(rows)) * heads;
+  const int64_t resident = int64_t{2} * sm_count;  // two blocks per SM
   if (tiles <= 0 || tiles >= resident) return 1;
   // One wave exactly: a block more than the SMs hold would run alone after
   // the rest (h200_run73: 9 splits of 32 tiles took 297 us, 8 took 191).

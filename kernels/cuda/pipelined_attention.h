@@ -42,9 +42,6 @@ struct PipelinedSplitArgs {
   int splits = 1;     // blocks along the keys; split s covers keys
   int split_keys = 0; // [s * split_keys, (s + 1) * split_keys)
   float scale = 1.0f;
-  // Six stages at one block per SM instead of three at two: more keys in
-  // flight per SM, fewer warps (an A/B setting while the ring is tuned).
-  bool deep_ring = false;
 };
 
 // Keys per pipeline stage: split_keys must be a multiple of it.
@@ -58,7 +55,7 @@ inline bool PipelinedSplitSupported(int64_t head_dim) {
 // Key splits that fill the SMs in one wave of blocks for `rows` query rows
 // of `heads` heads over `max_keys` keys (at least 128 keys a split).
 int64_t PipelinedSplitCount(int64_t rows, int64_t heads, int64_t max_keys,
-                            int sm_count, bool deep_ring = false);
+                            int sm_count);
 
 // Writes every (row, head, split) partial; q, k, v 16-byte aligned.
 absl::Status PipelinedSplitAttention(DeviceContext& ctx,
