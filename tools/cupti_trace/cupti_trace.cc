@@ -16,6 +16,11 @@
 //
 // DYNSPARSE_TRACE_LAST=N keeps only the last N graph launches' kernels (and
 // every kernel outside graphs), so long runs stay small.
+//
+// DYNSPARSE_TRACE_API=1 also records the CUDA runtime and driver API calls
+// (rows named "api <function>", host timestamps in the same clock, stream
+// and grid 0): an eager step's host time between and inside its launches,
+// which tools/cupti_trace/host_gaps.py charges to the kernels launched.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -148,6 +153,22 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer,
       batch.push_back(CopyRecord(record));
       continue;
     }
+    if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+        record->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      const auto* api = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      KernelRecord r;
+      r.start = api->start;
+      r.end = api->end;
+      r.correlation = api->correlationId;
+      const char* name = nullptr;
+      cuptiGetCallbackName(record->kind == CUPTI_ACTIVITY_KIND_RUNTIME
+                               ? CUPTI_CB_DOMAIN_RUNTIME_API
+                               : CUPTI_CB_DOMAIN_DRIVER_API,
+                           api->cbid, &name);
+      r.name = std::string("api ") + (name != nullptr ? name : "?");
+      batch.push_back(std::move(r));
+      continue;
+    }
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
     KernelRecord r = Timed(k);
@@ -251,6 +272,17 @@ extern "C" int InitializeInjection(void) {
     if (result != CUPTI_SUCCESS) {
       Fail("cuptiActivityEnable", result);
       return 0;
+    }
+  }
+  const char* api = std::getenv("DYNSPARSE_TRACE_API");
+  if (api != nullptr && std::strcmp(api, "1") == 0) {
+    for (const CUpti_ActivityKind kind :
+         {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+      result = cuptiActivityEnable(kind);
+      if (result != CUPTI_SUCCESS) {
+        Fail("cuptiActivityEnable (API)", result);
+        return 0;
+      }
     }
   }
   std::atexit(AtExit);
