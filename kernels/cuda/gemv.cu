@@ -49,6 +49,9 @@
 // from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -641,6 +644,27 @@ __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
 
 using KernelFn = void (*)(GemvArgs);
 
+// Resident blocks per SM of `kernel` at `threads`, asked of the driver once
+// per (device, kernel, threads): PlanGemv runs before every eager GEMV, and
+// the query was 2-3 us of host time each (h200_run76's API trace).
+absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
+                                int threads) {
+  using Key = std::tuple<int, KernelFn, int>;
+  static std::mutex mu;
+  static auto* known = new std::map<Key, int>();  // never destroyed
+  const Key key{ctx.device(), kernel, threads};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known->find(key); it != known->end()) return it->second;
+  }
+  int blocks = 0;
+  DS_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernel, threads, 0));
+  std::lock_guard<std::mutex> lock(mu);
+  known->emplace(key, blocks);
+  return blocks;
+}
+
 template <typename T>
 KernelFn VectorKernelFor(int64_t batch) {
   switch (batch) {
@@ -861,11 +885,10 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
   const int threads = ThreadsFor(plan.path);
-  int blocks_per_sm = 0;
-  DS_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks_per_sm, kernel, threads, 0));
+  absl::StatusOr<int> blocks_per_sm = BlocksPerSm(ctx, kernel, threads);
+  if (!blocks_per_sm.ok()) return blocks_per_sm.status();
   const int64_t resident_blocks =
-      int64_t{std::max(1, blocks_per_sm)} * ctx.sm_count();
+      int64_t{std::max(1, *blocks_per_sm)} * ctx.sm_count();
   plan.resident_warps = static_cast<int>(resident_blocks * (threads / 32));
   plan.chunks_per_split = chunks;
 

@@ -8,7 +8,8 @@ is charged two host times: the gap since the previous
 call ended (our own code between calls) and its own duration. Both go to
 what the call launched (a kernel or copy, matched by correlation id) or else
 to the API function (a synchronisation, an event). Calls nested inside
-another (the driver under the runtime) count only once.
+another (the driver under the runtime) count only once; calls after the last
+kernel (teardown) are left out.
 
   python3 tools/cupti_trace/host_gaps.py trace.csv [--last-ms MS |
       --from-fraction F] [--steps N] [--top K]
@@ -28,6 +29,13 @@ def charge(rows, from_fraction, last_ms=None):
         sys.exit("host_gaps: no API rows (record with DYNSPARSE_TRACE_API=1)")
     launched = {r["correlation"]: short_name(r["name"]) for r in rows
                 if not r["name"].startswith("api ")}
+    # The window ends with the last kernel: after it come the process's
+    # teardown calls (the pools' cudaFree), not steps.
+    kernels_end = max((r["end_ns"] for r in rows
+                       if not r["name"].startswith(("api ", "memcpy",
+                                                    "memset"))), default=None)
+    if kernels_end is not None:
+        api = [r for r in api if r["start_ns"] <= kernels_end] or api
     first, last = api[0]["start_ns"], api[-1]["end_ns"]
     begin = (last - int(last_ms * 1e6) if last_ms is not None else
              first + int((last - first) * from_fraction))
