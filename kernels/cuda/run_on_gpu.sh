@@ -10,9 +10,9 @@
 #    spill report of the GEMV kernels;
 # 4. runs `ctest -L cuda --output-on-failure` (kernels vs the CPU reference)
 #    and the GEMV test's plan printout;
-# 5. runs the GEMV benchmark (--benchmark_format=json, --benchmark_out=
-#    $OUT/cuda_bench.json) and prints a short table: GB/s and % of the
-#    device-to-device copy bandwidth measured in the same run.
+# 5. runs the kernel benchmarks, GEMV and attention (--benchmark_format=json,
+#    --benchmark_out=$OUT/cuda_bench.json) and prints a short table: GB/s and
+#    % of the device-to-device copy bandwidth measured in the same run.
 # 6. with DS_CUDA_MODEL_BENCH=1, runs `dynsparse-bench` (experiments/bench) on
 #    the model shapes of issue 5 (Llama-2-7B and OPT-6.7B decode, Llama-2-7B
 #    prefill of 8192 tokens, OPT-30B and OPT-66B decode), random fp16 weights
@@ -25,7 +25,7 @@
 #    binary side by side, DS_CUDA_SANITIZE_ALL=1 every CudaBackend fixture.
 # Files in $OUT (the device tool returns at most 8): build.log (configure +
 # build), ptxas_gemv.txt, ctest.log (with the GEMV plan printout),
-# cuda_bench.json + cuda_bench.log (GEMV benchmark), bench.jsonl + bench.log
+# cuda_bench.json + cuda_bench.log (kernel benchmarks), bench.jsonl + bench.log
 # (model benchmark), memcheck.log, parity.log (the errors the CUDA backend
 # and attention tests print).
 # 8. with DS_CUDA_DEJAVU_BENCH=1 (issue 6), runs the sparse MLP kernel
