@@ -359,8 +359,9 @@ void Session::RunLayer(int64_t layer, Phase phase,
   Mlp(layer, phase, x, pending);
 }
 
-// For a single row, projections that share an input are written into one
-// buffer (adjacent slices), which lets a backend run them as one GEMV.
+// Projections that share an input are written into one buffer (adjacent
+// slices), which lets a backend run them as one GEMV (a single row) or one
+// batched GEMM (more rows).
 void Session::Attention(int64_t layer, Phase phase,
                         absl::Span<const int32_t> positions, Tensor* x,
                         Tensor* pending, bool rows_changed) {
@@ -403,10 +404,11 @@ void Session::Attention(int64_t layer, Phase phase,
     q = qkv.Rows(0, qd).Reshape({1, qd});
     k = qkv.Rows(qd, qd + kvd).Reshape({1, kvd});
     v = qkv.Rows(qd + kvd, qd + 2 * kvd).Reshape({1, kvd});
-  } else {
-    q = backend_.Allocate(DType::kF32, {n, qd});
-    k = backend_.Allocate(DType::kF32, {n, kvd});
-    v = backend_.Allocate(DType::kF32, {n, kvd});
+  } else {  // Back to back too: a backend may batch the three GEMMs.
+    qkv = backend_.Allocate(DType::kF32, {n * (qd + 2 * kvd)});
+    q = qkv.Rows(0, n * qd).Reshape({n, qd});
+    k = qkv.Rows(n * qd, n * (qd + kvd)).Reshape({n, kvd});
+    v = qkv.Rows(n * (qd + kvd), n * (qd + 2 * kvd)).Reshape({n, kvd});
   }
   const Tensor* ws[] = {&w.wq, &w.wk, &w.wv};
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
@@ -504,9 +506,10 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
       Tensor both = backend_.Allocate(DType::kF32, {2 * inter});
       up = both.Rows(0, inter).Reshape({1, inter});
       gate = both.Rows(inter, 2 * inter).Reshape({1, inter});
-    } else {
-      up = backend_.Allocate(DType::kF32, {n, inter});
-      gate = backend_.Allocate(DType::kF32, {n, inter});
+    } else {  // Back to back, as for q/k/v.
+      Tensor both = backend_.Allocate(DType::kF32, {2 * n * inter});
+      up = both.Rows(0, n * inter).Reshape({n, inter});
+      gate = both.Rows(n * inter, 2 * n * inter).Reshape({n, inter});
     }
     if (neurons.all && !method_.observes() && !sparse_.down_in_place(layer)) {
       // Nothing reads up or gate but the down projection: a backend may fuse

@@ -69,6 +69,7 @@ enum OpCode : uint64_t {
   kOpArgmax,
   kOpEmbedIds,
   kOpGatherMlp,
+  kOpLinearBatched,
 };
 
 // A non-owning tensor over [first.raw_data(), + bytes): the concatenation of
@@ -665,7 +666,43 @@ void CudaBackend::LinearGroupRounded(const Tensor& x,
     return;
   }
   const Tensor rounded = RoundedInput(x, w[0]->dtype(), "LinearGroup");
+  if (BatchesGroup(x, w, b, y)) {
+    for (Tensor* t : y) HoldForSideWork(*t);
+    const uint64_t sig =
+        Mix(MixTensor(MixTensor(MixTensor(kOpLinearBatched, rounded), *w[0]),
+                      *y[0]),
+            w.size());
+    if (Op(sig)) {
+      Check(cuda::LinearBatched(*active_, rounded, *w[0],
+                                static_cast<int64_t>(w.size()), y[0]),
+            "LinearGroup");
+    }
+    return;
+  }
   for (size_t i = 0; i < w.size(); ++i) Linear(rounded, *w[i], *b[i], y[i]);
+}
+
+bool CudaBackend::BatchesGroup(const Tensor& x,
+                               absl::Span<const Tensor* const> w,
+                               absl::Span<const Tensor* const> b,
+                               absl::Span<Tensor* const> y) const {
+  // A few hundred rows at most: a LazyLLM decode step's revived rows, whose
+  // GEMMs are weight-bound and pay cuBLAS's host time per call. Prefills
+  // keep one GEMM per weight (their tile choice was measured that way).
+  constexpr int64_t kMaxBatchedRows = 512;
+  const std::vector<const Tensor*> outputs(y.begin(), y.end());
+  if (!options_.fused_ops || x.dim(0) > kMaxBatchedRows || !Adjacent(w) ||
+      !Adjacent(outputs)) {
+    return false;
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!b[i]->empty() || w[i]->shape() != w[0]->shape() ||
+        w[i]->dtype() != w[0]->dtype() || y[i]->shape() != y[0]->shape() ||
+        y[i]->dtype() != DType::kF32) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Tensor CudaBackend::RoundedInput(const Tensor& x, DType dtype, const char* op) {

@@ -245,6 +245,12 @@ class CudaBackend : public Backend {
   bool SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
                  absl::Span<const Tensor* const> b, absl::Span<Tensor* const> y,
                  Tensor* fw, Tensor* fb, Tensor* fy) const;
+  // True when a group of x's rows (more than a GEMV takes, a few hundred at
+  // most) runs as one batched GEMM (cuda::LinearBatched): weights of one
+  // shape back to back, outputs too, no biases.
+  bool BatchesGroup(const Tensor& x, absl::Span<const Tensor* const> w,
+                    absl::Span<const Tensor* const> b,
+                    absl::Span<Tensor* const> y) const;
 
   enum class Mode { kEager, kCapture, kReplay };
   struct Staged {

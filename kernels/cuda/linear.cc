@@ -73,4 +73,31 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
   return absl::OkStatus();
 }
 
+absl::Status LinearBatched(DeviceContext& ctx, const Tensor& x,
+                           const Tensor& w_first, int64_t count,
+                           Tensor* y_first) {
+  if (x.rank() != 2 || w_first.rank() != 2 || y_first->rank() != 2 ||
+      count < 1 || x.dtype() != w_first.dtype() || x.dim(0) <= kGemvMaxBatch ||
+      x.dim(1) != w_first.dim(1) || y_first->dim(0) != x.dim(0) ||
+      y_first->dim(1) != w_first.dim(0) || y_first->dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batched linear: x ", x.DebugString(), " w ", w_first.DebugString(),
+        " x ", count, " y ", y_first->DebugString()));
+  }
+  const int64_t n = x.dim(0);
+  const int64_t out = w_first.dim(0);
+  const int64_t in = w_first.dim(1);
+  const float alpha = 1.0f, beta = 0.0f;
+  // As in Linear, column-major: y_i^T [out, n] = w_i^T^T x^T; x is shared
+  // (stride 0), the weights and outputs follow each other.
+  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+      ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
+      static_cast<int>(n), static_cast<int>(in), &alpha, w_first.raw_data(),
+      CudaType(w_first.dtype()), static_cast<int>(in), out * in, x.raw_data(),
+      CudaType(x.dtype()), static_cast<int>(in), 0, &beta, y_first->raw_data(),
+      CUDA_R_32F, static_cast<int>(out), n * out, static_cast<int>(count),
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
 }  // namespace dynsparse::cuda

@@ -32,6 +32,16 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
 // to w's dtype (f16/bf16 weights, more than kGemvMaxBatch rows).
 bool RoundsInputForLinear(const Tensor& x, const Tensor& w);
 
+// y_i = x w_i^T for `count` weights of w_first's shape that sit back to back
+// in memory (q/k/v, up/gate) into `count` f32 outputs of y_first's shape that
+// do too, as one strided-batched cuBLAS GEMM: one launch and one cuBLAS call
+// instead of `count` (a LazyLLM decode step's revived rows paid ~15 us of
+// host time per call, h200_run76). x holds more than kGemvMaxBatch rows in
+// w's dtype (already rounded). No bias: callers add their own.
+absl::Status LinearBatched(DeviceContext& ctx, const Tensor& x,
+                           const Tensor& w_first, int64_t count,
+                           Tensor* y_first);
+
 }  // namespace dynsparse::cuda
 
 #endif  // DYNSPARSE_KERNELS_CUDA_LINEAR_H_
