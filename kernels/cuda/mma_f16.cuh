@@ -27,6 +27,74 @@ __device__ __forceinline__ void MmaF16(float (&c)[4], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The A fragments of a warp's 16 query rows over head_dim D, scaled and
+// rounded to f16: row a (g) at qa, row b (g + 8) at qa + 8 * stride floats;
+// a row that is not there (ok false) is zero.
+template <int D>
+__device__ __forceinline__ void LoadQueryFragments(uint32_t (&qf)[D / 16][4],
+                                                   const float* qa,
+                                                   int64_t stride, bool ok_a,
+                                                   bool ok_b, int t,
+                                                   float scale) {
+  const float* qb = qa + 8 * stride;
+#pragma unroll
+  for (int s = 0; s < D / 16; ++s) {
+    const int c = 16 * s + 2 * t;
+    qf[s][0] = ok_a ? PackHalf2(qa[c] * scale, qa[c + 1] * scale) : 0u;
+    qf[s][1] = ok_b ? PackHalf2(qb[c] * scale, qb[c + 1] * scale) : 0u;
+    qf[s][2] = ok_a ? PackHalf2(qa[c + 8] * scale, qa[c + 9] * scale) : 0u;
+    qf[s][3] = ok_b ? PackHalf2(qb[c + 8] * scale, qb[c + 9] * scale) : 0u;
+  }
+}
+
+// The online-softmax step of a warp's two fragment rows (a: row g, b: row
+// g + 8) over kTiles 8-key C fragments of scaled scores, masked entries
+// already -inf: the running max m moves to the tile's (reduced over the lane
+// quad), the sum l and the kOut output fragments o are rescaled, and sc
+// becomes exp(sc - m), added into l. A row that has seen no key yet keeps
+// every weight 0 (no NaN from -inf - -inf).
+template <int kTiles, int kOut>
+__device__ __forceinline__ void OnlineSoftmaxUpdate(float (&sc)[kTiles][4],
+                                                    float (&o)[kOut][4],
+                                                    float& m_a, float& m_b,
+                                                    float& l_a, float& l_b) {
+  float tile_a = -INFINITY, tile_b = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    tile_a = fmaxf(tile_a, fmaxf(sc[j][0], sc[j][1]));
+    tile_b = fmaxf(tile_b, fmaxf(sc[j][2], sc[j][3]));
+  }
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
+    tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
+  }
+  const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
+  const float alpha_a = new_a == -INFINITY ? 1.f : expf(m_a - new_a);
+  const float alpha_b = new_b == -INFINITY ? 1.f : expf(m_b - new_b);
+  m_a = new_a;
+  m_b = new_b;
+  l_a *= alpha_a;
+  l_b *= alpha_b;
+#pragma unroll
+  for (int n = 0; n < kOut; ++n) {
+    o[n][0] *= alpha_a;
+    o[n][1] *= alpha_a;
+    o[n][2] *= alpha_b;
+    o[n][3] *= alpha_b;
+  }
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
+      sc[j][2 + e] = m_b == -INFINITY ? 0.f : expf(sc[j][2 + e] - m_b);
+      l_a += sc[j][e];
+      l_b += sc[j][2 + e];
+    }
+  }
+}
+
 }  // namespace dynsparse::cuda
 
 #endif  // DYNSPARSE_KERNELS_CUDA_MMA_F16_CUH_

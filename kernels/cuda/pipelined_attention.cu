@@ -104,20 +104,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
 
   uint32_t qf[D / 16][4];  // Q fragments (scaled, f16) for the D/16 k-steps
-  {
-    const float* qa = a.q + row_a * q_stride + static_cast<int64_t>(h) * D;
-    const float* qb = qa + 8 * q_stride;
-    const bool ok_a = row_a < a.n, ok_b = row_b < a.n;
-#pragma unroll
-    for (int s = 0; s < D / 16; ++s) {
-      const int c = 16 * s + 2 * t;
-      const float sc = a.scale;
-      qf[s][0] = ok_a ? PackHalf2(qa[c] * sc, qa[c + 1] * sc) : 0u;
-      qf[s][1] = ok_b ? PackHalf2(qb[c] * sc, qb[c + 1] * sc) : 0u;
-      qf[s][2] = ok_a ? PackHalf2(qa[c + 8] * sc, qa[c + 9] * sc) : 0u;
-      qf[s][3] = ok_b ? PackHalf2(qb[c + 8] * sc, qb[c + 9] * sc) : 0u;
-    }
-  }
+  LoadQueryFragments<D>(qf, a.q + row_a * q_stride + static_cast<int64_t>(h) * D,
+                        q_stride, row_a < a.n, row_b < a.n, t, a.scale);
   __syncthreads();
   const int visible =
       block_max_pos < 0
@@ -206,7 +194,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         MmaF16(sc[j], qf[s], PackHalf2(lo.x, lo.y), PackHalf2(hi.x, hi.y));
       }
     }
-    float tile_a = -INFINITY, tile_b = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kWarpKeys / 8; ++j) {
 #pragma unroll
@@ -214,39 +201,9 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int key_pos = kpos[key0 + 8 * j + 2 * t + e];
         if (key_pos > pos_a) sc[j][e] = -INFINITY;
         if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
-        tile_a = fmaxf(tile_a, sc[j][e]);
-        tile_b = fmaxf(tile_b, sc[j][2 + e]);
       }
     }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
-      tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
-    }
-    const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
-    const float alpha_a = new_a == -INFINITY ? 1.f : expf(m_a - new_a);
-    const float alpha_b = new_b == -INFINITY ? 1.f : expf(m_b - new_b);
-    m_a = new_a;
-    m_b = new_b;
-    l_a *= alpha_a;
-    l_b *= alpha_b;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][0] *= alpha_a;
-      o[n][1] *= alpha_a;
-      o[n][2] *= alpha_b;
-      o[n][3] *= alpha_b;
-    }
-#pragma unroll
-    for (int j = 0; j < kWarpKeys / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
-        sc[j][2 + e] = m_b == -INFINITY ? 0.f : expf(sc[j][2 + e] - m_b);
-        l_a += sc[j][e];
-        l_b += sc[j][2 + e];
-      }
-    }
+    OnlineSoftmaxUpdate(sc, o, m_a, m_b, l_a, l_b);
     if constexpr (kWarpKeys == 8) {
       // Eight keys: the upper half of the k = 16 step is zero.
       const uint32_t p[4] = {PackHalf2(sc[0][0], sc[0][1]),
