@@ -8,8 +8,6 @@
 // keeps); "none" runs without a list, as dense decode does.
 //
 //   dynsparse_cuda_benchmarks --benchmark_filter=attention
-#include "kernels/cuda/attention_benchmark.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_benchmark.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/pipelined_attention.h"
 
@@ -49,17 +48,15 @@ const char* KernelName(AttentionKernel k) {
   return "?";
 }
 
-void BenchAttention(benchmark::State& state, bench::Env* env,
-                    AttentionCase c) {
+void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
   DeviceContext& ctx = *env->ctx;
   const int64_t width = kHeads * kHeadDim;
   std::vector<int32_t> listed;
-  for (int64_t r = 0; c.list_every > 0 && r < c.cache_rows;
-       r += c.list_every) {
+  for (int64_t r = 0; c.list_every > 0 && r < c.cache_rows; r += c.list_every) {
     listed.push_back(static_cast<int32_t>(r));
   }
-  const int64_t keys = c.list_every > 0 ? static_cast<int64_t>(listed.size())
-                                        : c.cache_rows;
+  const int64_t keys =
+      c.list_every > 0 ? static_cast<int64_t>(listed.size()) : c.cache_rows;
   std::vector<int32_t> positions(c.rows);
   std::iota(positions.begin(), positions.end(),
             static_cast<int32_t>(c.cache_rows - c.rows));

@@ -1,6 +1,4 @@
 // Shared timing helpers of the CUDA kernel benchmarks (benchmark_timing.h).
-#include "kernels/cuda/benchmark_timing.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -11,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kernels/cuda/benchmark_timing.h"
 
 namespace dynsparse::cuda::bench {
 namespace {

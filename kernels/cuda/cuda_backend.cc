@@ -979,8 +979,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
   d.tensor_cores = n >= (args.key_positions.empty()
                              ? options_.tensor_core_attention_rows
                              : options_.tensor_core_keyed_attention_rows);
-  const bool pipelined = options_.pipelined_split_attention &&
-                         d.tensor_cores &&
+  const bool pipelined = options_.pipelined_split_attention && d.tensor_cores &&
                          PipelinedSplitSupported(args.head_dim);
   const int64_t key_splits =
       !options_.split_prefill_attention ? 1

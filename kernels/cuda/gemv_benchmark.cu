@@ -270,8 +270,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const DeviceInfo& info = (*ctx)->info();
-  absl::StatusOr<double> copy =
-      bench::MeasureCopyGbps(**ctx, size_t{2} << 30);
+  absl::StatusOr<double> copy = bench::MeasureCopyGbps(**ctx, size_t{2} << 30);
   if (!copy.ok()) {
     std::fprintf(stderr, "copy bandwidth measurement failed: %s\n",
                  std::string(copy.status().message()).c_str());

@@ -13,8 +13,6 @@
 // Nsight Compute (h200_run74) saw the three idle warps of a 16-row block
 // waiting at the stage barrier for half of all cycles. The warps of a row
 // group merge their online-softmax states through shared memory at the end.
-#include "kernels/cuda/pipelined_attention.h"
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -24,6 +22,7 @@
 #include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/mma_f16.cuh"
+#include "kernels/cuda/pipelined_attention.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -84,8 +83,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int q0 = blockIdx.x * kBlockRows;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  const int g = lane >> 2;  // fragment row group
-  const int t = lane & 3;   // fragment column pair
+  const int g = lane >> 2;             // fragment row group
+  const int t = lane & 3;              // fragment column pair
   const int group = warp / kKeyParts;  // the warp's 16 rows of the tile
   const int part = warp % kKeyParts;   // its keys of each stage
   const int key0 = part * kWarpKeys;
@@ -104,7 +103,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
 
   uint32_t qf[D / 16][4];  // Q fragments (scaled, f16) for the D/16 k-steps
-  LoadQueryFragments<D>(qf, a.q + row_a * q_stride + static_cast<int64_t>(h) * D,
+  LoadQueryFragments<D>(qf,
+                        a.q + row_a * q_stride + static_cast<int64_t>(h) * D,
                         q_stride, row_a < a.n, row_b < a.n, t, a.scale);
   __syncthreads();
   const int visible =
@@ -113,8 +113,8 @@ __global__ void __launch_bounds__(kThreads, 2)
           : VisibleKeyCount(a.key_rows, a.max_keys, block_max_pos);
   const int begin = static_cast<int>(blockIdx.z) * a.split_keys;
   const int end = min(visible, begin + a.split_keys);
-  const int tiles = end > begin ? (end - begin + kStageKeys - 1) / kStageKeys
-                                : 0;
+  const int tiles =
+      end > begin ? (end - begin + kStageKeys - 1) / kStageKeys : 0;
 
   // Cache rows of this thread's keys of `tile` (-1: past the split).
   const int piece = (threadIdx.x % Share::kPieces) * 4;
@@ -286,10 +286,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Partials: lane t holds columns 8n + 2t, +1 of its rows.
   const auto write = [&](int row, float m, float l, int first) {
     if (row >= a.n) return;
-    float* e = a.partials +
-               ((static_cast<int64_t>(row) * a.heads + h) * a.splits +
-                blockIdx.z) *
-                   (D + 2);
+    float* e =
+        a.partials +
+        ((static_cast<int64_t>(row) * a.heads + h) * a.splits + blockIdx.z) *
+            (D + 2);
     if (t == 0) {
       e[0] = m;
       e[1] = l;
@@ -351,10 +351,10 @@ absl::Status PipelinedSplitAttention(DeviceContext& ctx,
         " heads x ", args.head_dim, ", ", args.splits, " splits of ",
         args.split_keys, " keys for ", args.max_keys));
   }
-  for (const void* p : {static_cast<const void*>(args.q),
-                        static_cast<const void*>(args.k),
-                        static_cast<const void*>(args.v),
-                        static_cast<const void*>(args.partials)}) {
+  for (const void* p :
+       {static_cast<const void*>(args.q), static_cast<const void*>(args.k),
+        static_cast<const void*>(args.v),
+        static_cast<const void*>(args.partials)}) {
     if (p == nullptr || !IsAligned(p, 16)) {
       return absl::InvalidArgumentError(
           "pipelined attention: q, k, v and partials must be 16-byte "

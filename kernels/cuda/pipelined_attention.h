@@ -36,11 +36,11 @@ struct PipelinedSplitArgs {
   float* partials = nullptr;  // [n, heads, splits, head_dim + 2]
   int n = 0;
   int heads = 0;
-  int group = 1;      // query heads per kv head
-  int head_dim = 0;   // 64 or 128
-  int max_keys = 0;   // keys of the list (or cache rows) any row may see
-  int splits = 1;     // blocks along the keys; split s covers keys
-  int split_keys = 0; // [s * split_keys, (s + 1) * split_keys)
+  int group = 1;       // query heads per kv head
+  int head_dim = 0;    // 64 or 128
+  int max_keys = 0;    // keys of the list (or cache rows) any row may see
+  int splits = 1;      // blocks along the keys; split s covers keys
+  int split_keys = 0;  // [s * split_keys, (s + 1) * split_keys)
   float scale = 1.0f;
 };
 
