@@ -687,8 +687,8 @@ bool CudaBackend::BatchesGroup(const Tensor& x,
                                absl::Span<const Tensor* const> b,
                                absl::Span<Tensor* const> y) const {
   // A few hundred rows at most: a LazyLLM decode step's revived rows, whose
-  // GEMMs are weight-bound and pay cuBLAS's host time per call. Prefills
-  // keep one GEMM per weight (their tile choice was measured that way).
+  // GEMMs are weight-bound and pay cuBLAS's host time per call (h200_run78).
+  // Longer prefills keep one GEMM per weight: batching them is unmeasured.
   constexpr int64_t kMaxBatchedRows = 512;
   const std::vector<const Tensor*> outputs(y.begin(), y.end());
   if (!options_.fused_ops || x.dim(0) > kMaxBatchedRows || !Adjacent(w) ||
