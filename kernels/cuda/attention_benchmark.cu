@@ -113,7 +113,7 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
     scratch = allocate(DType::kF32, {DecodeAttentionScratchFloats(args)});
     counters = allocate(DType::kI32, {DecodeAttentionCounters(args)});
     if (ok.ok()) ok.Update(FillBytes(ctx, 0, &counters));
-    args.counters = counters.data<int32_t>();
+    if (ok.ok()) args.counters = counters.data<int32_t>();
   } else {
     // The splits CudaBackend::Attention picks for each kernel.
     args.tensor_cores = true;
@@ -124,7 +124,7 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
             : PrefillKeySplits(c.rows, kHeads, keys, ctx.sm_count());
     scratch = allocate(DType::kF32,
                        {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
-    args.split_scratch = scratch.data<float>();
+    if (ok.ok()) args.split_scratch = scratch.data<float>();
     state.counters["splits"] = static_cast<double>(args.key_splits);
   }
   if (!ok.ok()) {
