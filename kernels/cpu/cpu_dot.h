@@ -62,6 +62,19 @@ inline float Dot(const W* w, const float* x, int64_t n, Tag... tag) {
 }
 #endif
 
+// out[i] = w[i] widened to f32, the values ElementToF32 gives (f16 and bf16
+// widen exactly): cpu_linear.cc's GEMM converts a panel of weights per call,
+// and the element-by-element ConvertElements was most of a LazyLLM decode
+// step on the CPU (its revived rows run the GEMM path).
+template <typename... Tag>
+inline void WidenToF32(const uint16_t* w, float* out, int64_t n, Tag... tag) {
+  int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, Load8(w + i, tag...));
+#endif
+  for (; i < n; ++i) out[i] = ElementToF32(w[i], tag...);
+}
+
 }  // namespace dynsparse::cpu
 
 #endif  // DYNSPARSE_KERNELS_CPU_CPU_DOT_H_

@@ -69,12 +69,15 @@ void Linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor* y) {
       // Convert a panel of weight rows at a time to keep the copy in cache.
       constexpr int64_t kPanel = 64;
       RowMatrix panel(kPanel, in);
-      const char* base = static_cast<const char*>(w.raw_data());
-      const size_t row_bytes = in * DTypeSize(w.dtype());
+      const uint16_t* base = w.data<uint16_t>();
+      const bool bf16 = w.dtype() == DType::kBF16;
       for (int64_t o = 0; o < out; o += kPanel) {
         const int64_t rows = std::min(kPanel, out - o);
-        ConvertElements(w.dtype(), base + o * row_bytes, DType::kF32,
-                        panel.data(), rows * in);
+        if (bf16) {
+          WidenToF32(base + o * in, panel.data(), rows * in, std::true_type{});
+        } else {
+          WidenToF32(base + o * in, panel.data(), rows * in, std::false_type{});
+        }
         ym.middleCols(o, rows).noalias() = xm * panel.topRows(rows).transpose();
       }
     }

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_dot.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace dynsparse {
@@ -41,7 +42,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(1, 15, 16, 37, 256, 1001)));
 
 TEST(LinearTest, PrefillGemmEqualsRowByRowGemv) {
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     const int64_t n = 5, in = 70, out = 130;  // > one 64-row weight panel.
     const Tensor w = Tensor::FromF32(RandomValues(out * in, 3), {out, in}, dtype);
     const Tensor bias = Tensor::FromF32(RandomValues(out, 4), {out});
@@ -53,6 +54,29 @@ TEST(LinearTest, PrefillGemmEqualsRowByRowGemv) {
       cpu::Linear(x.Rows(r, r + 1), w, bias, &row_out);
       for (int64_t o = 0; o < out; ++o) {
         EXPECT_NEAR(y.data<float>()[r * out + o], row_out.data<float>()[o], 1e-4);
+      }
+    }
+  }
+}
+
+// The GEMM's panel widening (vectorised where the CPU has F16C) gives the
+// values of the scalar conversions for every 16-bit pattern, NaN included.
+TEST(WidenToF32Test, EveryBitPatternMatchesTheScalarConversion) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> out(all.size());
+  for (bool bf16 : {false, true}) {
+    if (bf16) {
+      cpu::WidenToF32(all.data(), out.data(), 65536, std::true_type{});
+    } else {
+      cpu::WidenToF32(all.data(), out.data(), 65536, std::false_type{});
+    }
+    for (uint32_t i = 0; i < all.size(); ++i) {
+      const float want = bf16 ? BF16ToF32(all[i]) : F16ToF32(all[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(out[i])) << (bf16 ? "bf16 " : "f16 ") << i;
+      } else {
+        EXPECT_EQ(out[i], want) << (bf16 ? "bf16 " : "f16 ") << i;
       }
     }
   }
