@@ -85,10 +85,10 @@ class Method {
   virtual void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                             TokenSelection* keep) {}
   // False (LazyLLM as Lazy-Llama implements it): a layer's attention keys
-  // are the tokens selected for it in this step. True: also every token with K/V at the
-  // layer from an earlier step, so a decode step never loses cached context
-  // (an ablation; the queries, and so the computed token-layers, are the
-  // same).
+  // are the tokens selected for it in this step. True: also every token with
+  // K/V at the layer from an earlier step, so a decode step never loses cached
+  // context (an ablation; the queries, and so the computed token-layers, are
+  // the same).
   virtual bool AttendsToCachedTokens() const { return false; }
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].

@@ -398,18 +398,10 @@ void Session::Attention(int64_t layer, Phase phase,
   sparse_.Flush(layer, &cache_);  // Dense attention reads every head's K/V.
 
   const int64_t qd = config_.q_dim(), kvd = config_.kv_dim();
-  Tensor q, k, v, qkv;
-  if (n == 1) {
-    qkv = backend_.Allocate(DType::kF32, {qd + 2 * kvd});
-    q = qkv.Rows(0, qd).Reshape({1, qd});
-    k = qkv.Rows(qd, qd + kvd).Reshape({1, kvd});
-    v = qkv.Rows(qd + kvd, qd + 2 * kvd).Reshape({1, kvd});
-  } else {  // Back to back too: a backend may batch the three GEMMs.
-    qkv = backend_.Allocate(DType::kF32, {n * (qd + 2 * kvd)});
-    q = qkv.Rows(0, n * qd).Reshape({n, qd});
-    k = qkv.Rows(n * qd, n * (qd + kvd)).Reshape({n, kvd});
-    v = qkv.Rows(n * (qd + kvd), n * (qd + 2 * kvd)).Reshape({n, kvd});
-  }
+  const Tensor qkv = backend_.Allocate(DType::kF32, {n * (qd + 2 * kvd)});
+  Tensor q = qkv.Rows(0, n * qd).Reshape({n, qd});
+  Tensor k = qkv.Rows(n * qd, n * (qd + kvd)).Reshape({n, kvd});
+  Tensor v = qkv.Rows(n * (qd + kvd), n * (qd + 2 * kvd)).Reshape({n, kvd});
   const Tensor* ws[] = {&w.wq, &w.wk, &w.wv};
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
   Tensor* ys[] = {&q, &k, &v};
@@ -501,16 +493,10 @@ void Session::Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending) {
 
   Tensor up;
   if (config_.gated_mlp) {
-    Tensor gate;
-    if (n == 1) {
-      Tensor both = backend_.Allocate(DType::kF32, {2 * inter});
-      up = both.Rows(0, inter).Reshape({1, inter});
-      gate = both.Rows(inter, 2 * inter).Reshape({1, inter});
-    } else {  // Back to back, as for q/k/v.
-      Tensor both = backend_.Allocate(DType::kF32, {2 * n * inter});
-      up = both.Rows(0, n * inter).Reshape({n, inter});
-      gate = both.Rows(n * inter, 2 * n * inter).Reshape({n, inter});
-    }
+    // Back to back, as q/k/v (see Attention).
+    const Tensor both = backend_.Allocate(DType::kF32, {2 * n * inter});
+    up = both.Rows(0, n * inter).Reshape({n, inter});
+    Tensor gate = both.Rows(n * inter, 2 * n * inter).Reshape({n, inter});
     if (neurons.all && !method_.observes() && !sparse_.down_in_place(layer)) {
       // Nothing reads up or gate but the down projection: a backend may fuse
       // the whole MLP (Backend::GatedMlp). Not when W2 was transposed in
