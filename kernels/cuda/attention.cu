@@ -284,27 +284,6 @@ constexpr int kMmaKeys = 64;
 static_assert(kMmaRows == kTileQ && kMmaKeys % kTileK == 0,
               "key splits and PrefillKeySplits assume these tiles");
 
-// One query row's partial of a key split (a DecodeAttention chunk entry):
-// lane t holds columns 8n + 2t and 8n + 2t + 1 of the row in o[n][first] and
-// o[n][first + 1] (first: 0 for the fragment's upper row, 2 for the lower).
-template <int D>
-__device__ __forceinline__ void WriteMmaPartial(const KernelArgs& a, int row,
-                                                int h, int t, float m, float l,
-                                                const float (&o)[D / 8][4],
-                                                int first) {
-  if (row >= a.n) return;
-  float* e = ScratchEntry(a, row, h, static_cast<int>(blockIdx.z));
-  if (t == 0) {
-    e[0] = m;
-    e[1] = l;
-  }
-#pragma unroll
-  for (int n = 0; n < D / 8; ++n) {
-    e[2 + 8 * n + 2 * t] = o[n][first];
-    e[3 + 8 * n + 2 * t] = o[n][first + 1];
-  }
-}
-
 template <int D, bool kSplit>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     PrefillAttentionMmaKernel(const KernelArgs a) {
@@ -428,8 +407,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
   }
   if constexpr (kSplit) {  // Partials for DecodeCombineKernel.
-    WriteMmaPartial<D>(a, row_a, h, t, m_a, l_a, o, 0);
-    WriteMmaPartial<D>(a, row_b, h, t, m_b, l_b, o, 2);
+    const int split = static_cast<int>(blockIdx.z);
+    if (row_a < a.n) {
+      WriteSplitPartial<D>(ScratchEntry(a, row_a, h, split), t, m_a, l_a, o, 0);
+    }
+    if (row_b < a.n) {
+      WriteSplitPartial<D>(ScratchEntry(a, row_b, h, split), t, m_b, l_b, o, 2);
+    }
     return;
   }
   const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f;

@@ -243,8 +243,9 @@ void Register(Env* env) {
            forced(GemvPath::kTensorCore, 0, splits)});
     }
   }
+  // 16-64 rows: a LazyLLM decode step's revived rows, which take cuBLAS.
   for (const OutIn& s : shapes) {
-    for (int64_t batch : {1, 8}) {
+    for (int64_t batch : {1, 8, 16, 32, 64}) {
       const std::string name =
           absl::StrFormat("cublas_bf16x/%dx%d/b%d", s.out, s.in, batch);
       benchmark::RegisterBenchmark(

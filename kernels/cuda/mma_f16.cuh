@@ -95,6 +95,26 @@ __device__ __forceinline__ void OnlineSoftmaxUpdate(float (&sc)[kTiles][4],
   }
 }
 
+// One query row's split partial as DecodeCombineKernel reads it at entry e
+// (8-byte aligned): max, sum, then the D weighted sums. Lane t of the quad
+// holds columns 8n + 2t and 8n + 2t + 1 in o[n][first], o[n][first + 1]
+// (first 0: fragment row a, 2: row b).
+template <int D>
+__device__ __forceinline__ void WriteSplitPartial(float* e, int t, float m,
+                                                  float l,
+                                                  const float (&o)[D / 8][4],
+                                                  int first) {
+  if (t == 0) {
+    e[0] = m;
+    e[1] = l;
+  }
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    *reinterpret_cast<float2*>(e + 2 + 8 * n + 2 * t) =
+        make_float2(o[n][first], o[n][first + 1]);
+  }
+}
+
 }  // namespace dynsparse::cuda
 
 #endif  // DYNSPARSE_KERNELS_CUDA_MMA_F16_CUH_

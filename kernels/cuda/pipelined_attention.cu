@@ -283,22 +283,13 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
-  // Partials: lane t holds columns 8n + 2t, +1 of its rows.
   const auto write = [&](int row, float m, float l, int first) {
     if (row >= a.n) return;
-    float* e =
-        a.partials +
-        ((static_cast<int64_t>(row) * a.heads + h) * a.splits + blockIdx.z) *
-            (D + 2);
-    if (t == 0) {
-      e[0] = m;
-      e[1] = l;
-    }
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<float2*>(e + 2 + 8 * n + 2 * t) =
-          make_float2(o[n][first], o[n][first + 1]);
-    }
+    WriteSplitPartial<D>(
+        a.partials + ((static_cast<int64_t>(row) * a.heads + h) * a.splits +
+                      blockIdx.z) *
+                         (D + 2),
+        t, m, l, o, first);
   };
   write(row_a, m_a, l_a, 0);
   write(row_b, m_b, l_b, 2);
