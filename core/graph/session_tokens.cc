@@ -52,6 +52,39 @@ class Candidates : public TokenCandidates {
   Tensor scores_;
 };
 
+// The positions of `live` (ascending) without K/V at a layer, whose row of
+// presence flags is `present`: the rows to compute there. Branch-free, as
+// it runs over the whole context at every layer of every step.
+void WithoutKv(absl::Span<const int32_t> live, const uint8_t* present,
+               std::vector<int32_t>* out) {
+  out->resize(live.size());
+  int32_t* o = out->data();
+  size_t n = 0;
+  for (const int32_t p : live) {
+    o[n] = p;
+    n += present[p] == 0;
+  }
+  out->resize(n);
+}
+
+// The positions below `end` that are in `live` (ascending) or have K/V at
+// the layer: the keys when the method attends to cached tokens.
+void LiveOrWithKv(absl::Span<const int32_t> live, const uint8_t* present,
+                  int32_t end, std::vector<int32_t>* out) {
+  out->resize(static_cast<size_t>(end));
+  int32_t* o = out->data();
+  const int32_t* next_live = live.data();
+  const int32_t* live_end = live.data() + live.size();
+  size_t n = 0;
+  for (int32_t p = 0; p < end; ++p) {
+    const bool selected = next_live != live_end && *next_live == p;
+    next_live += selected;
+    o[n] = p;
+    n += static_cast<size_t>(selected | (present[p] != 0));
+  }
+  out->resize(n);
+}
+
 // The live set after a selection: the kept candidates plus the protected
 // ones, ascending. Rejects indices that are out of range or not ascending.
 absl::Status ApplySelection(const TokenSelection& keep, int64_t layer,
@@ -177,10 +210,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
       // K/V here (they lacked it at l - 1 until this step), so a merge of
       // two ascending lists sorts every token into batch, revival or drop.
       std::vector<int32_t> compute;
-      compute.reserve(live.size());
-      for (int32_t p : live) {
-        if (!state.present(layer, p)) compute.push_back(p);
-      }
+      WithoutKv(live, state.present_row(layer), &compute);
       if (compute != rows) {
         rows_changed = true;
         if (!pending->empty()) {  // Fold the residual before moving rows.
@@ -238,13 +268,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
     if (!contiguous && attends_to_cached) {
       // T_l plus the tokens earlier steps left K/V for at this layer (rows
       // computed now get theirs in RunLayer).
-      with_cached.clear();
-      size_t i = 0;
-      for (int32_t p = 0; p < end; ++p) {
-        const bool selected = i < live.size() && live[i] == p;
-        i += selected;
-        if (selected || state.present(layer, p)) with_cached.push_back(p);
-      }
+      LiveOrWithKv(live, state.present_row(layer), end, &with_cached);
       live_keys_ = static_cast<int32_t>(with_cached.size()) == end
                        ? absl::Span<const int32_t>()
                        : absl::Span<const int32_t>(with_cached);

@@ -52,6 +52,12 @@ class TokenState {
   bool present(int64_t layer, int32_t position) const {
     return present_[Index(layer, position)] != 0;
   }
+  // present(layer, p) for every position p, as one row: the token path's
+  // per-layer loops over the whole context read it directly (a call per
+  // element kept the compiler reloading the vector through memory).
+  const uint8_t* present_row(int64_t layer) const {
+    return present_.data() + Index(layer, 0);
+  }
   bool in_aux(int64_t layer, int32_t position) const {
     return aux_present_[Index(layer, position)] != 0;
   }

@@ -115,8 +115,17 @@ std::vector<int32_t> LazyLlmMethod::Choose(TokenCandidates& candidates,
                               (scores[a] == scores[b] && a < b);
                      });
   }
-  order.resize(static_cast<size_t>(count));
-  std::sort(order.begin(), order.end());
+  // Ascending, by marking the chosen rows and reading the marks back: O(limit)
+  // where a sort took O(count log count), on the host while the GPU waits
+  // for this step's next layer.
+  std::vector<uint8_t> chosen(static_cast<size_t>(limit), 0);
+  for (int64_t i = 0; i < count; ++i) chosen[order[i]] = 1;
+  size_t n = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(limit); ++i) {
+    order[n] = i;
+    n += chosen[i];
+  }
+  order.resize(n);
   return order;
 }
 

@@ -6,9 +6,10 @@ Eager steps (a LazyLLM decode step runs its kernels one launch at a time) are
 not one graph launch, so step_table.py cannot cut them apart. This takes the
 kernels of the trace's last --steps steps instead, each ending with a kernel
 whose name contains --marker (greedy decoding ends a step with its argmax),
-and sums them by name: launches, device time and how far each pushes the
-timeline's end (step_table.annotate: the extensions add up to the window),
-all divided by the steps, then the time with no kernel running.
+and sums them by name: launches, device time, how far each pushes the
+timeline's end (step_table.annotate: the extensions add up to the window)
+and the idle time just before it (no kernel running: the device waited for
+the host to launch it), all divided by the steps.
 
   python3 tools/cupti_trace/kernel_time.py trace.csv --steps N
       [--marker ArgmaxKernel] [--top K]
@@ -35,14 +36,19 @@ def window_kernels(rows, steps, marker):
 
 
 def totals_by_name(kernels):
-    """{short name: [launches, device us, extends us]} over the kernels."""
+    """{short name: [launches, device us, extends us, idle us before]} over
+    the kernels (in start order)."""
     annotate(kernels)
-    totals = defaultdict(lambda: [0, 0.0, 0.0])
+    totals = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    reach = None
     for k in kernels:
         t = totals[k["short"]]
         t[0] += 1
         t[1] += k["us"]
         t[2] += k["extends_us"]
+        if reach is not None and k["start_ns"] > reach:
+            t[3] += (k["start_ns"] - reach) / 1e3
+        reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
     return totals
 
 
@@ -63,11 +69,13 @@ def main():
     print(f"window {span / n:.1f} us a step, {len(kernels) / n:.1f} launches, "
           f"{busy / n:.1f} us of kernel time, {idle_us(kernels) / n:.1f} us "
           f"with no kernel running\n")
-    print("| kernel | launches a step | device us a step | extends us a step |")
-    print("|---|---|---|---|")
+    print("| kernel | launches a step | device us a step | extends us a step "
+          "| idle us before, a step |")
+    print("|---|---|---|---|---|")
     ranked = sorted(totals.items(), key=lambda kv: -kv[1][2])
-    for name, (calls, us, extends) in ranked[:args.top]:
-        print(f"| {name} | {calls / n:.1f} | {us / n:.1f} | {extends / n:.1f} |")
+    for name, (calls, us, extends, idle) in ranked[:args.top]:
+        print(f"| {name} | {calls / n:.1f} | {us / n:.1f} | {extends / n:.1f} "
+              f"| {idle / n:.1f} |")
 
 
 if __name__ == "__main__":

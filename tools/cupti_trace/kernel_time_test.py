@@ -45,6 +45,8 @@ class KernelTimeTest(unittest.TestCase):
         # before the Argmax to the Argmax.
         self.assertAlmostEqual(totals["GemmKernel<1>"][2], 0.25)
         self.assertAlmostEqual(totals["ArgmaxKernel"][2], 0.015)
+        self.assertAlmostEqual(totals["ArgmaxKernel"][3], 0.005)
+        self.assertEqual(totals["GemmKernel<1>"][3], 0.0)
         self.assertAlmostEqual(step_table.idle_us(kernels), 0.005)
 
     def test_too_few_markers_is_an_error(self):
