@@ -378,6 +378,17 @@ class Backend {
   // decides on them before the step goes on (token selection). A backend that
   // replays recorded steps cannot honour it and runs such steps eagerly.
   virtual Tensor ReadNow(const Tensor& x) { return ToHost(x); }
+  // ReadNow in two halves, so the host can queue more work before it waits:
+  // StartRead queues the download of x (f32; nothing may write x until
+  // FinishRead) and returns at once; FinishRead returns its values, waiting
+  // for that download only, not for the ops queued after it. One read may
+  // be started at a time. Default: the values are read in StartRead.
+  struct StartedRead {
+    Tensor values;  // Host f32, filled by FinishRead at the latest.
+    Tensor source;  // x, when the backend reads it in FinishRead only.
+  };
+  virtual StartedRead StartRead(const Tensor& x) { return {ReadNow(x)}; }
+  virtual Tensor FinishRead(StartedRead read) { return read.values; }
 
   // Timing support for `dynsparse bench` and the latency metric.
   // Device time of the last completed step in ms (CUDA events around the

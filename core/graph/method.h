@@ -90,6 +90,12 @@ class Method {
   // context (an ablation; the queries, and so the computed token-layers, are
   // the same).
   virtual bool AttendsToCachedTokens() const { return false; }
+  // True when SelectTokens at `site` may ask for LastQueryAttention: Session
+  // then computes it at the end of the previous layer's attention and
+  // downloads it while that layer's MLP runs, instead of stopping the device
+  // at the layer boundary. A probe computed and not asked for is wasted work,
+  // never a wrong selection.
+  virtual bool MayProbeBefore(const LayerSite& site) const { return false; }
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].
   virtual void SelectHeads(const LayerSite& site, const Tensor& x,

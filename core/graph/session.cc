@@ -441,6 +441,7 @@ void Session::Attention(int64_t layer, Phase phase,
     }
     last_query_ = q.Rows(n - 1, n);
     backend_.Attention(args);
+    if (!next_probe_keys_.empty()) StartNextProbe(layer);
   }
   if (method_.observes()) {
     method_.ObserveHeads({layer, phase}, backend_.ToHost(context));

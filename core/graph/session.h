@@ -125,6 +125,15 @@ class Session {
   absl::Status RunTokenLayers(absl::Span<const int32_t> positions, Phase phase,
                               int64_t first_logit_row, Tensor* x,
                               Tensor* pending);
+  // The scoring probe (session_tokens.cc): the last query's attention
+  // probabilities over `keys` of layer key_layer's cache, on the device.
+  Tensor ProbeLastQuery(int64_t key_layer, absl::Span<const int32_t> keys);
+  // After layer l's attention, when next_probe_keys_ is set: the probe of
+  // layer l + 1, its download started (Method::MayProbeBefore).
+  void StartNextProbe(int64_t layer);
+  // The started probe's values (waiting for its download), or an empty
+  // tensor when none was started for `layer`; never leaves one pending.
+  Tensor FinishProbe(int64_t layer);
   // An oracle selection becomes ids: per row, the units of `x` (blocks of
   // `unit_width` columns) with the largest L2 norm.
   void ResolveOracle(const Tensor& x, int64_t unit_width,
@@ -142,6 +151,11 @@ class Session {
   std::unique_ptr<TokenState> tokens_;
   absl::Span<const int32_t> live_keys_;
   Tensor last_query_;
+  // The next layer's probe: its keys while the layer runs (empty: no early
+  // probe), then its download and the layer it is for (-1: none).
+  absl::Span<const int32_t> next_probe_keys_;
+  Backend::StartedRead started_probe_;
+  int64_t started_probe_layer_ = -1;
   SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
   // DecodeGreedy's token on the backend's device, i32 [1]: written by each
   // step's argmax, read by the next step's embedding.

@@ -151,10 +151,42 @@ class PhaseClock {
 
 }  // namespace
 
+Tensor Session::ProbeLastQuery(int64_t key_layer,
+                               absl::Span<const int32_t> keys) {
+  Tensor probs =
+      backend_.Allocate(DType::kF32, {static_cast<int64_t>(keys.size())});
+  LastQueryArgs args;
+  args.q = &last_query_;
+  args.k_cache = &cache_.keys(key_layer);
+  args.key_positions = keys;
+  args.num_heads = config_.num_heads;
+  args.num_kv_heads = config_.num_kv_heads;
+  args.head_dim = config_.head_dim;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  args.out = &probs;
+  backend_.LastQueryAttention(args);
+  return probs;
+}
+
+void Session::StartNextProbe(int64_t layer) {
+  FinishProbe(started_probe_layer_);  // One download at a time.
+  started_probe_ = backend_.StartRead(ProbeLastQuery(layer, next_probe_keys_));
+  started_probe_layer_ = layer + 1;
+}
+
+Tensor Session::FinishProbe(int64_t layer) {
+  if (started_probe_layer_ < 0 || started_probe_layer_ != layer) {
+    return Tensor();
+  }
+  started_probe_layer_ = -1;
+  return backend_.FinishRead(std::move(started_probe_));
+}
+
 absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
                                      Phase phase, int64_t first_logit_row,
                                      Tensor* x, Tensor* pending) {
   TokenState& state = *tokens_;
+  FinishProbe(started_probe_layer_);  // Left by a step that failed.
   const int32_t first_new = positions.front();
   const int32_t end = positions.back() + 1;
   const int32_t protect_from = positions[first_logit_row];
@@ -181,22 +213,14 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
           live.begin();
       const std::vector<int32_t>& keys = live;
       Candidates candidates(keys, first_new, first_protected, [&, layer] {
-        Tensor probs =
-            backend_.Allocate(DType::kF32, {static_cast<int64_t>(keys.size())});
-        LastQueryArgs args;
-        args.q = &last_query_;
-        args.k_cache = &cache_.keys(layer - 1);
-        args.key_positions = keys;
-        args.num_heads = config_.num_heads;
-        args.num_kv_heads = config_.num_kv_heads;
-        args.head_dim = config_.head_dim;
-        args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
-        args.out = &probs;
-        backend_.LastQueryAttention(args);
-        return backend_.ReadNow(probs);
+        Tensor started = FinishProbe(layer);
+        return started.empty()
+                   ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
+                   : started;
       });
       TokenSelection keep;
       method_.SelectTokens({layer, phase}, candidates, &keep);
+      FinishProbe(layer);  // Started and not asked for.
       if (candidates.probed()) ++times.probes;
       clock.Lap(*x, &times.select_ms);
       if (!keep.all) {
@@ -273,7 +297,14 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
                        ? absl::Span<const int32_t>()
                        : absl::Span<const int32_t>(with_cached);
     }
+    // live is the next layer's candidate set: its probe may start as soon
+    // as this layer's attention has written the keys.
+    const bool probe_next = layer + 1 < config_.num_layers &&
+                            method_.MayProbeBefore({layer + 1, phase});
+    next_probe_keys_ =
+        probe_next ? absl::MakeConstSpan(live) : absl::Span<const int32_t>();
     RunLayer(layer, phase, rows, x, pending, rows_changed);
+    next_probe_keys_ = absl::Span<const int32_t>();
     state.MarkComputed(layer, rows, revived);
     const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
     clock.Lap(*x, &times.layer_ms[bucket], &times.layer_host_ms[bucket]);

@@ -165,6 +165,8 @@ absl::Status CudaBackend::Init() {
     DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_[half]));
     DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_[half]));
   }
+  DS_CUDA_RETURN_IF_ERROR(
+      cudaEventCreateWithFlags(&read_done_, cudaEventDisableTiming));
   return absl::OkStatus();
 }
 
@@ -177,6 +179,8 @@ CudaBackend::~CudaBackend() {
   tape_tensors_.clear();
   if (pinned_indices_ != nullptr) cudaFreeHost(pinned_indices_);
   if (pinned_out_ != nullptr) cudaFreeHost(pinned_out_);
+  if (read_pinned_ != nullptr) cudaFreeHost(read_pinned_);
+  if (read_done_ != nullptr) cudaEventDestroy(read_done_);
   for (int half = 0; half < 2; ++half) {
     if (step_start_[half] != nullptr) cudaEventDestroy(step_start_[half]);
     if (step_end_[half] != nullptr) cudaEventDestroy(step_end_[half]);

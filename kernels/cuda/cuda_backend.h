@@ -151,6 +151,8 @@ class CudaBackend : public Backend {
                 absl::Span<const int32_t> dst_rows, Tensor* dst) override;
   void LastQueryAttention(const LastQueryArgs& args) override;
   Tensor ReadNow(const Tensor& x) override;
+  StartedRead StartRead(const Tensor& x) override;
+  Tensor FinishRead(StartedRead read) override;
 
   // Sparse execution (sparse_ops.h): device ids used in place, host ids
   // staged, so sparse decode steps replay as one graph.
@@ -328,6 +330,12 @@ class CudaBackend : public Backend {
   size_t pinned_out_bytes_ = 0;
   size_t pinned_out_used_ = 0;
   std::vector<PendingCopy> pending_;
+  // StartRead's download: its own pinned buffer (grown between reads) and
+  // the event FinishRead waits on.
+  void* read_pinned_ = nullptr;
+  size_t read_pinned_bytes_ = 0;
+  cudaEvent_t read_done_ = nullptr;
+  bool read_started_ = false;
 
   std::vector<std::pair<std::vector<double>, Tensor>> rope_tables_;
   // LayerNorm folds (gemv.h FoldLayerNorm), made on first eager use.

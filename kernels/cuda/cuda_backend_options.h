@@ -115,6 +115,11 @@ struct CudaBackendOptions {
   // (H200, results/bench/h200_run66: Llama-2-7B 4.74 vs 3.88 ms, OPT-6.7B
   // 4.36 vs 4.11 ms). DYNSPARSE_CUDA_DECODE_STACK=1 turns it on.
   bool decode_stack = false;
+  // StartRead downloads at once and FinishRead waits for that download only
+  // (LazyLLM's probe of the next layer, read while this layer's MLP runs).
+  // DYNSPARSE_CUDA_EARLY_READS=0 defers the whole read to FinishRead, a
+  // ReadNow there (A/B timing).
+  bool early_reads = true;
 };
 
 }  // namespace dynsparse::cuda

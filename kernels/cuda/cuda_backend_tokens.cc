@@ -4,6 +4,9 @@
 // so these ops run eagerly only: met inside a CUDA-graph capture or replay,
 // they mark the step for an eager rerun and turn graph capture off for this
 // backend.
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/token_ops.h"
 
@@ -51,6 +54,45 @@ Tensor CudaBackend::ReadNow(const Tensor& x) {
   absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);  // Synchronous.
   Check(host.status(), "ReadNow");
   return host->dtype() == DType::kF32 ? *host : host->ConvertTo(DType::kF32);
+}
+
+Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
+  DS_CHECK(!read_started_) << "CudaBackend: one StartRead at a time";
+  if (x.device() == Device::kCpu || x.dtype() != DType::kF32) {
+    return {ReadNow(x)};
+  }
+  if (!options_.early_reads) return {Tensor(), x};
+  if (!EagerOnly()) return {Tensor::Zeros(DType::kF32, x.shape())};
+  if (x.bytes() > read_pinned_bytes_) {  // No download is using it.
+    if (read_pinned_ != nullptr) cudaFreeHost(read_pinned_);
+    read_pinned_ = nullptr;
+    read_pinned_bytes_ = std::max<size_t>(2 * x.bytes(), size_t{1} << 16);
+    Check(CudaErrorToStatus(cudaHostAlloc(&read_pinned_, read_pinned_bytes_,
+                                          cudaHostAllocDefault),
+                            "pinned read buffer"),
+          "StartRead");
+  }
+  Check(
+      CudaErrorToStatus(cudaMemcpyAsync(read_pinned_, x.raw_data(), x.bytes(),
+                                        cudaMemcpyDeviceToHost, ctx_->stream()),
+                        "started read"),
+      "StartRead");
+  Check(CudaErrorToStatus(cudaEventRecord(read_done_, ctx_->stream()),
+                          "started read event"),
+        "StartRead");
+  read_started_ = true;
+  return {Tensor::Zeros(DType::kF32, x.shape())};
+}
+
+Tensor CudaBackend::FinishRead(StartedRead read) {
+  if (!read_started_) {  // Read in StartRead, deferred, or skipped.
+    return read.values.empty() ? ReadNow(read.source) : read.values;
+  }
+  read_started_ = false;
+  Check(CudaErrorToStatus(cudaEventSynchronize(read_done_), "started read"),
+        "FinishRead");
+  std::memcpy(read.values.raw_data(), read_pinned_, read.values.bytes());
+  return read.values;
 }
 
 }  // namespace dynsparse::cuda

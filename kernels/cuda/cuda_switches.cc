@@ -39,6 +39,7 @@ constexpr OnOff kOnOff[] = {
     {"STAGE_ONCE", &Options::stage_once},
     {"TOPK_CLUSTER", &Options::topk_cluster},
     {"DECODE_STACK", &Options::decode_stack, /*one_turns_on=*/true},
+    {"EARLY_READS", &Options::early_reads},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

@@ -37,6 +37,9 @@ class CombinedMethod : public Method {
   bool AttendsToCachedTokens() const override {
     return tokens_->AttendsToCachedTokens();
   }
+  bool MayProbeBefore(const LayerSite& site) const override {
+    return tokens_->MayProbeBefore(site);
+  }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
     tokens_->SelectTokens(site, candidates, keep);

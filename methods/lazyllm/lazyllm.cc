@@ -129,6 +129,13 @@ std::vector<int32_t> LazyLlmMethod::Choose(TokenCandidates& candidates,
   return order;
 }
 
+bool LazyLlmMethod::MayProbeBefore(const LayerSite& site) const {
+  // Random drop never reads the scores; static pruning reads them in the
+  // prompt's step only.
+  return schedule_.count(site.layer) > 0 && !options_.random &&
+         (options_.revive || site.phase == Phase::kPrefill);
+}
+
 void LazyLlmMethod::SelectTokens(const LayerSite& site,
                                  TokenCandidates& candidates,
                                  TokenSelection* keep) {

@@ -35,7 +35,7 @@ struct LazyLlmOptions {
   int64_t stages = 4;
   double keep = 0.7;
   bool revive = true;
-  bool random = false;  // selector=random
+  bool random = false;       // selector=random
   bool keys_cached = false;  // keys=cached (Method::AttendsToCachedTokens)
   uint64_t seed = 0;
 };
@@ -53,6 +53,7 @@ class LazyLlmMethod : public Method {
   void BeginSequence() override;
   bool SelectsTokens() const override { return true; }
   bool AttendsToCachedTokens() const override { return options_.keys_cached; }
+  bool MayProbeBefore(const LayerSite& site) const override;
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override;
 

@@ -318,6 +318,58 @@ TEST(TokenPathTest, RollbackUndoesADiscardedStep) {
   EXPECT_EQ(state.stats().revived, before.revived);
 }
 
+// Keeps the higher-scoring half of the candidates before every layer >= 1
+// and records the probe per (step, layer). `early`: MayProbeBefore, so
+// Session computes the probe at the end of the previous layer's attention;
+// `ask_odd_only`: the scores are read before odd layers only, so the probes
+// started for even layers go unread.
+class ProbeTopHalf : public Method {
+ public:
+  ProbeTopHalf(bool early, bool ask_odd_only)
+      : early_(early), ask_odd_only_(ask_odd_only) {}
+  std::string name() const override { return "probe-top-half"; }
+  absl::Status Attach(const ModelConfig&, Backend&) override {
+    return absl::OkStatus();
+  }
+  bool SelectsTokens() const override { return true; }
+  bool MayProbeBefore(const LayerSite&) const override { return early_; }
+  void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
+                    TokenSelection* keep) override {
+    if (ask_odd_only_ && site.layer % 2 == 0) return;
+    const absl::Span<const float> scores = candidates.LastQueryAttention();
+    probes[{candidates.first_new(), site.layer}].assign(scores.begin(),
+                                                        scores.end());
+    std::vector<float> sorted(scores.begin(), scores.end());
+    std::sort(sorted.begin(), sorted.end());
+    const float median = sorted[sorted.size() / 2];
+    keep->all = false;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      if (scores[i] >= median) keep->keep_rows.push_back(static_cast<int>(i));
+    }
+  }
+  std::map<std::pair<int32_t, int64_t>, std::vector<float>> probes;
+
+ private:
+  bool early_;
+  bool ask_odd_only_;
+};
+
+// The probe computed early (after the previous layer's attention) is the
+// probe computed at the layer: same keys, same cache layer, same query.
+TEST(TokenPathTest, EarlyProbeEqualsTheProbeAtTheLayer) {
+  const ModelConfig c = SixLayerLlama();
+  const ModelWeights w = RandomWeights(c, 5);
+  const std::vector<int32_t> prompt = RandomIds(48, c.vocab_size, 9);
+  for (const bool ask_odd_only : {false, true}) {
+    ProbeTopHalf at_layer(false, ask_odd_only), early(true, ask_odd_only);
+    const Steps a = RunSteps(c, w, at_layer, prompt, 4, 47);
+    const Steps b = RunSteps(c, w, early, prompt, 4, 47);
+    EXPECT_EQ(a.logits, b.logits) << "ask_odd_only " << ask_odd_only;
+    EXPECT_EQ(early.probes, at_layer.probes) << "ask_odd_only " << ask_odd_only;
+    EXPECT_EQ(at_layer.probes.size(), ask_odd_only ? 5u * 3 : 5u * 5);
+  }
+}
+
 TEST(TokenPathTest, LastQueryProbeMatchesAttentionRow) {
   // The probe's per-head softmax over listed keys equals Attention's weights:
   // with V = one-hot rows, attention output column j is key j's probability.

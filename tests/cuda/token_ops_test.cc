@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "core/io/model_loader.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -214,16 +215,22 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 // and everything in decode steps (so decode revives what the prompt
 // dropped); reads the probe every time and records it per (step, layer): a
 // decode step CudaBackend tried to capture as a CUDA graph is discarded and
-// rerun eagerly, and the rerun's probe replaces the discarded one.
+// rerun eagerly, and the rerun's probe replaces the discarded one. `early`:
+// MayProbeBefore (CudaBackend::StartRead / FinishRead); with
+// `skip_layer_2` the probe started for layer 2 goes unread.
 class EveryThirdDropped : public Method {
  public:
+  EveryThirdDropped(bool early = false, bool skip_layer_2 = false)
+      : early_(early), skip_layer_2_(skip_layer_2) {}
   std::string name() const override { return "every-third-dropped"; }
   absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
   }
   bool SelectsTokens() const override { return true; }
+  bool MayProbeBefore(const LayerSite&) const override { return early_; }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
+    if (skip_layer_2_ && site.layer == 2) return;
     const absl::Span<const float> probe = candidates.LastQueryAttention();
     probes[{candidates.first_new(), site.layer}].assign(probe.begin(),
                                                         probe.end());
@@ -236,10 +243,16 @@ class EveryThirdDropped : public Method {
     }
   }
   std::map<std::pair<int32_t, int64_t>, std::vector<float>> probes;
+
+ private:
+  bool early_;
+  bool skip_layer_2_;
 };
 
-TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
-  ctx_.reset();  // The backend owns its own context.
+// Early probes: `early` downloads each probe while the previous layer's
+// MLP runs; `skip_layer_2` leaves one started probe unread.
+void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2) {
+  SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2));
   auto backend = CudaBackend::Create();
   ASSERT_TRUE(backend.ok()) << backend.status();
   auto model = LoadModel(testing::FixturePath("models/llama-gqa-llama3rope"),
@@ -248,7 +261,8 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   auto device = (*backend)->UploadWeights(model->weights);
   ASSERT_TRUE(device.ok()) << device.status();
   CpuBackend cpu(2);
-  EveryThirdDropped cpu_method, cuda_method;
+  EveryThirdDropped cpu_method(false, skip_layer_2),
+      cuda_method(early, skip_layer_2);
   const int64_t prompt = 300, steps = 6;  // >= 256 rows: tensor cores
   Session on_cpu(model->config, model->weights, cpu, cpu_method,
                  prompt + steps);
@@ -278,6 +292,13 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
     EXPECT_LT(testutil::RelativeError(cuda_method.probes[site], probe), 3e-3)
         << "step at " << site.first << ", layer " << site.second;
   }
+}
+
+TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
+  ctx_.reset();  // The backend owns its own context.
+  CheckPrunedSessionMatchesCpu(false, false);
+  CheckPrunedSessionMatchesCpu(true, false);
+  CheckPrunedSessionMatchesCpu(true, true);
 }
 
 }  // namespace
