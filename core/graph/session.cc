@@ -321,8 +321,11 @@ void Session::EndBlock(const Tensor& out, const Tensor& norm_weight,
 }
 
 bool Session::PlainDenseRow(int64_t n) const {
+  // A token-pruned step's one-row layers qualify too: x holds the whole
+  // residual after them as after the AddNorm route, which is all the token
+  // path's row moves (Aux Cache writes, gathers) need.
   return backend_.FusesInputNorm() && config_.pre_norm && n == 1 &&
-         tokens_ == nullptr && !method_.observes();
+         !method_.observes();
 }
 
 InputNorm Session::NormOf(const Tensor& weight, const Tensor& bias) const {

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "methods/dense/dense.h"
+#include "methods/lazyllm/lazyllm.h"
 #include "tests/core/small_models.h"
 
 namespace dynsparse {
@@ -184,7 +185,9 @@ class NormRouteBackend : public CpuBackend {
 };
 
 // The route computes what AddNorm's does, also when a layer leaves it (a
-// method keeping some units at one layer) and comes back.
+// method keeping some units at one layer) and comes back, and on a token-
+// pruned step's one-row layers between layers that move rows (lazyllm
+// revives dropped tokens in decode steps).
 TEST_P(SessionFamilyTest, NormFusingRouteMatchesAddNormRoute) {
   const ModelConfig c = GetParam();
   const ModelWeights w = RandomWeights(c, 13);
@@ -192,8 +195,13 @@ TEST_P(SessionFamilyTest, NormFusingRouteMatchesAddNormRoute) {
   DenseMethod dense;
   FixedUnitsMethod some_heads(/*heads=*/true, /*layer=*/0, {1, 2});
   FixedUnitsMethod some_neurons(/*heads=*/false, /*layer=*/1, {0, 3, 5});
+  LazyLlmOptions lazy_options;
+  lazy_options.schedule = PruneSchedule{{1, 0.5}};
+  LazyLlmMethod lazy(lazy_options);
+  CpuBackend attach(1);
+  ASSERT_TRUE(lazy.Attach(c, attach).ok());
   for (Method* method :
-       std::vector<Method*>{&dense, &some_heads, &some_neurons}) {
+       std::vector<Method*>{&dense, &some_heads, &some_neurons, &lazy}) {
     SCOPED_TRACE(method->name());
     CpuBackend plain(2);
     NormRouteBackend fusing;
