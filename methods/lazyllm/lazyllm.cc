@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -53,8 +54,8 @@ absl::StatusOr<LazyLlmOptions> LazyLlmMethod::ParseOptions(
   o.random = selector == "random";
   const std::string keys = args.GetString("keys", "selected");
   if (keys != "selected" && keys != "cached") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "lazyllm keys '", keys, "' (valid: selected, cached)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lazyllm keys '", keys, "' (valid: selected, cached)"));
   }
   o.keys_cached = keys == "cached";
   o.seed = static_cast<uint64_t>(*seed);
@@ -101,32 +102,45 @@ void LazyLlmMethod::BeginSequence() {
 
 std::vector<int32_t> LazyLlmMethod::Choose(TokenCandidates& candidates,
                                            int64_t limit, int64_t count) {
-  std::vector<int32_t> order(static_cast<size_t>(limit));
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<int32_t> chosen;
+  chosen.reserve(static_cast<size_t>(count));
   if (options_.random) {
+    std::vector<int32_t> order(static_cast<size_t>(limit));
+    std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng_);
-  } else if (count < limit) {
-    // The `count` highest probabilities (ties keep the earlier token): a
-    // selection, not a sort, since decode steps select over long contexts.
-    const absl::Span<const float> scores = candidates.LastQueryAttention();
-    std::nth_element(order.begin(), order.begin() + count, order.end(),
-                     [&](int32_t a, int32_t b) {
-                       return scores[a] > scores[b] ||
-                              (scores[a] == scores[b] && a < b);
-                     });
+    std::vector<uint8_t> marked(static_cast<size_t>(limit), 0);
+    for (int64_t i = 0; i < count; ++i) marked[order[i]] = 1;
+    for (int32_t i = 0; i < static_cast<int32_t>(limit); ++i) {
+      if (marked[i]) chosen.push_back(i);
+    }
+    return chosen;
   }
-  // Ascending, by marking the chosen rows and reading the marks back: O(limit)
-  // where a sort took O(count log count), on the host while the GPU waits
-  // for this step's next layer.
-  std::vector<uint8_t> chosen(static_cast<size_t>(limit), 0);
-  for (int64_t i = 0; i < count; ++i) chosen[order[i]] = 1;
-  size_t n = 0;
+  if (count >= limit || count == 0) {
+    for (int32_t i = 0; i < static_cast<int32_t>(count); ++i) {
+      chosen.push_back(i);
+    }
+    return chosen;
+  }
+  // The `count` highest probabilities, ties keeping the earlier token. The
+  // host picks them while the GPU waits for the next layer, over the whole
+  // context in decode steps, so: the count-th highest value by a selection
+  // over a copy of the scores (no sort, no indirection through indices),
+  // then one ascending pass takes every score above it and the earliest of
+  // those equal to it.
+  const absl::Span<const float> scores = candidates.LastQueryAttention();
+  std::vector<float> values(scores.begin(), scores.begin() + limit);
+  std::nth_element(values.begin(), values.begin() + (count - 1), values.end(),
+                   std::greater<float>());
+  const float threshold = values[static_cast<size_t>(count - 1)];
+  int64_t above = 0;
+  for (int64_t i = 0; i < limit; ++i) above += scores[i] > threshold;
+  int64_t equal_left = count - above;
   for (int32_t i = 0; i < static_cast<int32_t>(limit); ++i) {
-    order[n] = i;
-    n += chosen[i];
+    if (scores[i] > threshold || (scores[i] == threshold && equal_left-- > 0)) {
+      chosen.push_back(i);
+    }
   }
-  order.resize(n);
-  return order;
+  return chosen;
 }
 
 bool LazyLlmMethod::MayProbeBefore(const LayerSite& site) const {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run 83 on the GPU machine (device tool, carrying build_cuda_deps), from the
-# repository root: builds (ctest -R TokenOps), then profiles the host side
-# of lazyllm keys=cached decode at 4k with perf when the machine has it
+# repository root: ctest -R TokenOps after lazyllm's selection became a
+# threshold pass (no sort, no index indirection), run83_list.txt (issue 7
+# item 3 at 4k, 8k and 16k), then profiles the host side of lazyllm
+# keys=cached decode at 4k with perf when the machine has it
 # ($OUT/perf_self.txt, perf_children.txt: self and inclusive time by
 # function), else records the API calls (host_gaps.py, $OUT/host_gaps.md).
 RUN_LIST=results/bench/run83_list.txt RUN_NCU=0 \

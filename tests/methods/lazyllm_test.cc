@@ -2,7 +2,12 @@
 // composition: with dense on one side it is exactly the other method.
 #include "methods/lazyllm/lazyllm.h"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
+#include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "core/graph/session.h"
@@ -166,6 +171,63 @@ TEST(CombinedMethodTest, DejavuHeadsFollowPrunedAndRevivedRows) {
 
 // Random drop draws a fresh subset per sequence, reproducibly from its seed;
 // the attention selector depends on the sequence alone.
+// Candidates with given probe scores; the last `protected_count` are kept.
+class ScoredCandidates : public TokenCandidates {
+ public:
+  ScoredCandidates(std::vector<float> scores, int64_t protected_count)
+      : scores_(std::move(scores)), protected_(protected_count) {
+    positions_.resize(scores_.size());
+    std::iota(positions_.begin(), positions_.end(), 0);
+  }
+  absl::Span<const int32_t> positions() const override { return positions_; }
+  int32_t first_new() const override { return 1 << 20; }  // A decode step.
+  int64_t first_protected() const override {
+    return static_cast<int64_t>(scores_.size()) - protected_;
+  }
+  absl::Span<const float> LastQueryAttention() override { return scores_; }
+
+ private:
+  std::vector<float> scores_;
+  std::vector<int32_t> positions_;
+  int64_t protected_;
+};
+
+// lazyllm keeps the highest-scoring prunable candidates (ties to the earlier
+// token), as many as keep * candidates minus the protected ones: checked
+// against a full sort on scores with many exact ties.
+TEST(LazyLlmMethodTest, KeepsTheHighestScoresTiesToTheEarlier) {
+  std::mt19937 rng(11);
+  for (const int64_t n : {1, 2, 7, 64, 1000, 16384}) {
+    for (const double keep : {0.1, 0.25, 0.5, 0.9, 1.0}) {
+      std::vector<float> scores(static_cast<size_t>(n));
+      for (float& v : scores) v = static_cast<float>(rng() % 13) / 13.0f;
+      const int64_t protected_count = std::min<int64_t>(n, 1);
+      auto method = Make("lazyllm", {"schedule=1:" + std::to_string(keep)});
+      ASSERT_NE(method, nullptr);
+      CpuBackend backend(1);
+      ASSERT_TRUE(method->Attach(Tiny(), backend).ok());
+      ScoredCandidates candidates(scores, protected_count);
+      TokenSelection selection;
+      method->SelectTokens({1, Phase::kDecode}, candidates, &selection);
+
+      const int64_t prunable = n - protected_count;
+      const int64_t count = std::clamp<int64_t>(
+          static_cast<int64_t>(std::ceil(keep * static_cast<double>(n))) -
+              protected_count,
+          0, prunable);
+      std::vector<int32_t> order(static_cast<size_t>(prunable));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return scores[a] > scores[b];
+      });
+      order.resize(static_cast<size_t>(count));
+      std::sort(order.begin(), order.end());
+      EXPECT_FALSE(selection.all);
+      EXPECT_EQ(selection.keep_rows, order) << "n " << n << " keep " << keep;
+    }
+  }
+}
+
 TEST(LazyLlmMethodTest, RandomDropDrawsPerSequenceReproducibly) {
   const std::vector<std::string> random = {"schedule=1:0.5", "selector=random",
                                            "seed=4"};
