@@ -387,7 +387,9 @@ class Backend {
     Tensor values;  // Host f32, filled by FinishRead at the latest.
     Tensor source;  // x, when the backend reads it in FinishRead only.
   };
-  virtual StartedRead StartRead(const Tensor& x) { return {ReadNow(x)}; }
+  virtual StartedRead StartRead(const Tensor& x) {
+    return {ReadNow(x), Tensor()};
+  }
   virtual Tensor FinishRead(StartedRead read) { return read.values; }
 
   // Timing support for `dynsparse bench` and the latency metric.

@@ -59,10 +59,10 @@ Tensor CudaBackend::ReadNow(const Tensor& x) {
 Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
   DS_CHECK(!read_started_) << "CudaBackend: one StartRead at a time";
   if (x.device() == Device::kCpu || x.dtype() != DType::kF32) {
-    return {ReadNow(x)};
+    return {ReadNow(x), Tensor()};
   }
   if (!options_.early_reads) return {Tensor(), x};
-  if (!EagerOnly()) return {Tensor::Zeros(DType::kF32, x.shape())};
+  if (!EagerOnly()) return {Tensor::Zeros(DType::kF32, x.shape()), Tensor()};
   if (x.bytes() > read_pinned_bytes_) {  // No download is using it.
     if (read_pinned_ != nullptr) cudaFreeHost(read_pinned_);
     read_pinned_ = nullptr;
@@ -81,7 +81,7 @@ Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
                           "started read event"),
         "StartRead");
   read_started_ = true;
-  return {Tensor::Zeros(DType::kF32, x.shape())};
+  return {Tensor::Zeros(DType::kF32, x.shape()), Tensor()};
 }
 
 Tensor CudaBackend::FinishRead(StartedRead read) {
