@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections import defaultdict
 
-from step_table import annotate, idle_us, load
+from step_table import annotate, idle_us, load, span_us
 
 
 def window_kernels(rows, steps, marker):
@@ -32,7 +32,11 @@ def window_kernels(rows, steps, marker):
         sys.exit(f"kernel_time: {len(ends)} kernels named like '{marker}', "
                  f"need {steps + 1} for {steps} steps")
     begin, end = ends[-steps - 1], ends[-1]
-    return [r for r in device if begin < r["start_ns"] < end]
+    window = [r for r in device if begin < r["start_ns"] < end]
+    if not window:
+        sys.exit(f"kernel_time: no kernels between the last {steps + 1} "
+                 f"kernels named like '{marker}'")
+    return window
 
 
 def totals_by_name(kernels):
@@ -40,15 +44,12 @@ def totals_by_name(kernels):
     the kernels (in start order)."""
     annotate(kernels)
     totals = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
-    reach = None
     for k in kernels:
         t = totals[k["short"]]
         t[0] += 1
         t[1] += k["us"]
         t[2] += k["extends_us"]
-        if reach is not None and k["start_ns"] > reach:
-            t[3] += (k["start_ns"] - reach) / 1e3
-        reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
+        t[3] += k["idle_before_us"]
     return totals
 
 
@@ -60,11 +61,12 @@ def main():
                         help="a kernel that ends every step")
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
+    if args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
     kernels = window_kernels(load(args.trace), args.steps, args.marker)
     totals = totals_by_name(kernels)
     n = args.steps
-    span = (max(k["end_ns"] for k in kernels) -
-            min(k["start_ns"] for k in kernels)) / 1e3
+    span = span_us(kernels)
     busy = sum(t[1] for t in totals.values())
     print(f"window {span / n:.1f} us a step, {len(kernels) / n:.1f} launches, "
           f"{busy / n:.1f} us of kernel time, {idle_us(kernels) / n:.1f} us "

@@ -55,5 +55,20 @@ class KernelTimeTest(unittest.TestCase):
                                        "ArgmaxKernel")
 
 
+class EmptyWindowTest(unittest.TestCase):
+    def test_no_kernel_between_the_markers_is_an_error(self):
+        handle, path = tempfile.mkstemp(suffix=".csv")
+        with os.fdopen(handle, "w") as f:
+            f.write("\n".join([
+                HEADER,
+                "0,10,7,1,0,0,1,128,32,void dynsparse::cuda::ArgmaxKernel()",
+                "10,20,7,2,0,0,1,128,32,void dynsparse::cuda::ArgmaxKernel()",
+            ]) + "\n")
+        self.addCleanup(os.remove, path)
+        with self.assertRaises(SystemExit):
+            kernel_time.window_kernels(step_table.load(path), 1,
+                                       "ArgmaxKernel")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -72,6 +72,7 @@ def annotate(kernels):
     the previous kernel on the same stream ended (negative: started early,
     as programmatic dependent launch allows) and `extends_us`, how far it
     pushes the end of the step's timeline past every kernel that started
+    before it, and `idle_before_us`, the time with no kernel running just
     before it. The extensions add up to the step's span whatever the
     streams (a graph maps its branches onto streams of the driver's
     choosing, so per-stream sums mislead); time two kernels share goes to
@@ -87,17 +88,14 @@ def annotate(kernels):
         # Idle time before a kernel counts as its extension too.
         base = k["start_ns"] if reach is None else reach
         k["extends_us"] = max(0, k["end_ns"] - base) / 1e3
+        k["idle_before_us"] = max(0, k["start_ns"] - base) / 1e3
         reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
 
 
 def idle_us(kernels):
-    """Time inside the step with no kernel running."""
-    idle, reach = 0, None
-    for k in kernels:
-        if reach is not None and k["start_ns"] > reach:
-            idle += k["start_ns"] - reach
-        reach = k["end_ns"] if reach is None else max(reach, k["end_ns"])
-    return idle / 1e3
+    """Time inside the step with no kernel running (annotates the kernels)."""
+    annotate(kernels)
+    return sum(k["idle_before_us"] for k in kernels)
 
 
 def print_step(kernels, all_rows):
