@@ -7,13 +7,7 @@
 # idle time before each kernel). Output: $OUT/kernel_time.tgz (name.md,
 # name.log; name.csv only where the table failed).
 set -uo pipefail
-build=build-cuda-gpu
-tracer="$build/cupti_trace/libdynsparse_cupti_trace.so"
-export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [[ ! -f "$tracer" ]]; then
-  echo "kernel_time: $tracer was not built (no CUPTI in the toolkit?)"
-  exit 1
-fi
+source results/profile/cupti_tracer.sh kernel_time
 dir="$OUT/kernel_time"
 mkdir -p "$dir"
 while IFS='|' read -r name args; do

@@ -7,13 +7,7 @@
 # writes the median step's kernel table. Output: $OUT/trace.tgz
 # (name.csv, name.md, name.log for each line).
 set -uo pipefail
-build=build-cuda-gpu
-tracer="$build/cupti_trace/libdynsparse_cupti_trace.so"
-export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [[ ! -f "$tracer" ]]; then
-  echo "trace_decode: $tracer was not built (no CUPTI in the toolkit?)"
-  exit 1
-fi
+source results/profile/cupti_tracer.sh trace_decode
 dir="$OUT/trace"
 mkdir -p "$dir"
 while IFS='|' read -r name args; do
