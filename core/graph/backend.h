@@ -131,6 +131,11 @@ class Backend {
   // (CpuBackend zero-fills; CudaBackend recycles): every op writes its whole
   // output.
   virtual Tensor Allocate(DType dtype, Shape shape) = 0;
+  // The element type of KvCache's keys and values for a model whose
+  // projection weights are `weights`: f32 unless a backend's attention
+  // kernels read a narrower cache (CudaBackend: f16 for f16 and bf16
+  // weights). Ops that take a cache accept it in this type.
+  virtual DType KvCacheDtype(DType weights) const { return DType::kF32; }
 
   // Bracket the ops of one Session::Forward of `rows` new tokens. Between
   // them a backend may defer work (CudaBackend captures single-token steps

@@ -2,14 +2,14 @@
 
 namespace dynsparse {
 
-KvCache::KvCache(const ModelConfig& config, int64_t capacity, Backend& backend)
+KvCache::KvCache(const ModelConfig& config, int64_t capacity, DType dtype,
+                 Backend& backend)
     : capacity_(capacity) {
   keys_.reserve(config.num_layers);
   values_.reserve(config.num_layers);
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    keys_.push_back(backend.Allocate(DType::kF32, {capacity, config.kv_dim()}));
-    values_.push_back(
-        backend.Allocate(DType::kF32, {capacity, config.kv_dim()}));
+    keys_.push_back(backend.Allocate(dtype, {capacity, config.kv_dim()}));
+    values_.push_back(backend.Allocate(dtype, {capacity, config.kv_dim()}));
   }
 }
 

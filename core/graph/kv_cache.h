@@ -14,8 +14,10 @@ namespace dynsparse {
 
 class KvCache {
  public:
-  // Allocates [capacity, kv_dim] f32 keys and values for every layer.
-  KvCache(const ModelConfig& config, int64_t capacity, Backend& backend);
+  // Allocates [capacity, kv_dim] keys and values of `dtype` (f32, or f16
+  // where the backend's KvCacheDtype says so) for every layer.
+  KvCache(const ModelConfig& config, int64_t capacity, DType dtype,
+          Backend& backend);
 
   int64_t capacity() const { return capacity_; }
   // Positions [0, length) hold valid entries in every layer.

@@ -16,7 +16,11 @@ Session::Session(const ModelConfig& config, const ModelWeights& weights,
       backend_(backend),
       method_(method),
       rope_(MakeRopeTable(config)),
-      cache_(config, max_tokens, backend),
+      cache_(config, max_tokens,
+             backend.KvCacheDtype(weights.layers.empty()
+                                      ? DType::kF32
+                                      : weights.layers[0].wq.dtype()),
+             backend),
       sparse_(config, weights, backend, rope_, method) {
   if (method_.SelectsTokens()) {
     tokens_ = std::make_unique<TokenState>(config, max_tokens);

@@ -78,7 +78,8 @@ std::map<std::string, std::string> BenchSwitches() {
 }
 
 double DecodeBytesPerStep(const ModelConfig& config,
-                          const ModelWeights& weights, int64_t context) {
+                          const ModelWeights& weights, int64_t context,
+                          DType kv_dtype) {
   std::map<const void*, double> tensors;
   auto add = [&](const Tensor& t) {
     if (!t.empty()) tensors[t.raw_data()] = static_cast<double>(t.bytes());
@@ -98,8 +99,9 @@ double DecodeBytesPerStep(const ModelConfig& config,
   }
   double total = 0;
   for (const auto& [p, b] : tensors) total += b;
-  // K and V, f32, of every layer up to `context` positions.
-  total += 2.0 * 4.0 * static_cast<double>(config.num_layers) *
+  // K and V of every layer up to `context` positions.
+  total += 2.0 * static_cast<double>(DTypeSize(kv_dtype)) *
+           static_cast<double>(config.num_layers) *
            static_cast<double>(config.kv_dim()) * static_cast<double>(context);
   return total;
 }
@@ -110,6 +112,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["device"] = device;
   j["backend"] = backend;
   j["dtype"] = dtype;
+  j["kv_dtype"] = kv_dtype;
   j["batch"] = batch;
   j["prompt"] = prompt;
   j["new"] = new_tokens;
@@ -262,10 +265,12 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   }
   r.tokens_per_s = 1e3 * static_cast<double>(o.batch) / r.decode_ms_median;
 
-  r.weight_bytes = DecodeBytesPerStep(config, weights, 0);
+  const DType kv_dtype = session.cache().keys(0).dtype();
+  r.kv_dtype = DTypeName(kv_dtype);
+  r.weight_bytes = DecodeBytesPerStep(config, weights, 0, kv_dtype);
   // The cache a step reads, at the middle of the measured decode.
-  r.bytes_per_step = DecodeBytesPerStep(config, weights,
-                                        o.prompt + o.new_tokens * o.batch / 2);
+  r.bytes_per_step = DecodeBytesPerStep(
+      config, weights, o.prompt + o.new_tokens * o.batch / 2, kv_dtype);
   if (o.bandwidth_gbps > 0) {
     r.bandwidth_gbps = o.bandwidth_gbps;
     r.bandwidth_source = "option";

@@ -42,6 +42,7 @@ struct BenchResult {
   std::string backend;  // Backend::name()
   std::string method;   // Method::name()
   std::string dtype;
+  std::string kv_dtype;  // The KV cache's element type (Backend::KvCacheDtype).
   int64_t batch = 1;
   int64_t prompt = 0;
   int64_t new_tokens = 0;
@@ -87,9 +88,11 @@ std::map<std::string, std::string> BenchSwitches();
 std::string BenchGitSha();
 
 // Bytes a decode step reads at context length `context`: every distinct
-// weight tensor except the embedding tables (a row each) plus the KV cache.
+// weight tensor except the embedding tables (a row each) plus the KV cache,
+// whose elements are `kv_dtype`.
 double DecodeBytesPerStep(const ModelConfig& config,
-                          const ModelWeights& weights, int64_t context);
+                          const ModelWeights& weights, int64_t context,
+                          DType kv_dtype);
 
 // Runs the benchmark. `weights` must live where `backend` reads them.
 // Batch B runs B rows per decode step of one sequence: the weight traffic of

@@ -8,6 +8,9 @@
 // j, j+32, ... so V reads are conflict-free and P reads are broadcasts.
 // Decode: lane j owns head dimensions j, j+32, ...; each warp takes 8 keys of
 // the block's 64-key chunk with all their loads issued before any reduction.
+// Every kernel that reads the KV cache is templated on its element type KvT
+// (float or __half, kv_access.cuh): the cache elements are converted to f32
+// where they are loaded, so the arithmetic is the same for both.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -17,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 #include "kernels/cuda/pipelined_attention.h"
 
@@ -31,6 +35,9 @@ constexpr int kRowsPerWarp = kTileQ / kWarps;  // 8
 
 struct KernelArgs {
   const float* q;
+  // The caches, [capacity, kv_stride] elements of the kernel's KvT (KvPtr).
+  // Typed float, not void: with void pointers NVVM loads the decode kernels'
+  // parameters differently and their f32 register counts change.
   const float* k;
   const float* v;
   const int32_t* positions;
@@ -46,17 +53,17 @@ struct KernelArgs {
   int group;  // query heads per kv head
   int head_dim;
   int64_t q_stride;   // floats per q / out row
-  int64_t kv_stride;  // floats per cache row
+  int64_t kv_stride;  // elements per cache row
   int max_keys;       // keys a row may see at most (<= capacity)
   int chunks;         // decode: key chunks per (row, head); split prefill:
                       // key splits
   int split_keys;     // split prefill: keys per split (blockIdx.z); 0: none
   float scale;
-  bool vec4;  // head_dim % 4 == 0 and 16-byte aligned rows
+  bool vec4;  // head_dim % 4 == 0 and rows aligned to 4 elements
   // Decode of one new row (DecodeAttentionWithNewRow, else null): q is the
   // row before RoPE, new_k / new_v its key and value ([kv heads * head_dim],
-  // before RoPE), k_out / v_out the caches they go to at row positions[0];
-  // inv_freq null: no RoPE.
+  // before RoPE), k_out / v_out the caches (KvT) they go to at row
+  // positions[0]; inv_freq null: no RoPE.
   const float* inv_freq = nullptr;
   const float* new_k = nullptr;
   const float* new_v = nullptr;
@@ -67,6 +74,16 @@ struct KernelArgs {
   // only index and they were staged before the step).
   bool prefetch_kv = false;
 };
+
+// A cache pointer of KernelArgs as the kernel's element type.
+template <typename KvT>
+__device__ __forceinline__ const KvT* KvPtr(const float* p) {
+  return reinterpret_cast<const KvT*>(p);
+}
+template <typename KvT>
+__device__ __forceinline__ KvT* KvPtr(float* p) {
+  return reinterpret_cast<KvT*>(p);
+}
 
 __device__ __forceinline__ int KeyRow(const KernelArgs& a, int j) {
   return a.key_rows == nullptr ? j : a.key_rows[j];
@@ -137,7 +154,44 @@ __device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
   }
 }
 
-template <int D, bool kSplit>
+// The same from an f16 cache. Not unrolled: with the f32 loop's unrolling
+// ptxas fits some instantiations into 128 registers by spilling.
+template <int D>
+__device__ __forceinline__ void LoadKvTile(const KernelArgs& a,
+                                           const __half* base, int kvh, int k0,
+                                           int limit, int stride, float* tile) {
+  if (a.vec4) {
+    constexpr int kVecs = D / 4;
+#pragma unroll 1
+    for (int idx = threadIdx.x; idx < kTileK * kVecs; idx += kThreads) {
+      const int r = idx / kVecs;
+      const int d = (idx % kVecs) * 4;
+      uint2 bits = make_uint2(0u, 0u);  // four +0 halves
+      if (k0 + r < limit && d < a.head_dim) {
+        bits = *reinterpret_cast<const uint2*>(
+            base + static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
+            static_cast<int64_t>(kvh) * a.head_dim + d);
+      }
+      *reinterpret_cast<float4*>(tile + r * stride + d) =
+          KvLoad4(reinterpret_cast<const __half*>(&bits));
+    }
+  } else {
+#pragma unroll 1
+    for (int idx = threadIdx.x; idx < kTileK * D; idx += kThreads) {
+      const int r = idx / D;
+      const int d = idx % D;
+      float val = 0.f;
+      if (k0 + r < limit && d < a.head_dim) {
+        val = KvLoad(base +
+                     (static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
+                      static_cast<int64_t>(kvh) * a.head_dim + d));
+      }
+      tile[r * stride + d] = val;
+    }
+  }
+}
+
+template <int D, bool kSplit, typename KvT>
 __global__ void __launch_bounds__(kThreads)
     PrefillAttentionKernel(const KernelArgs a) {
   constexpr int kCols = D / 32;
@@ -189,8 +243,8 @@ __global__ void __launch_bounds__(kThreads)
   const int2 range = SplitRange<kSplit>(a, kmax);
   for (int k0 = range.x; k0 < range.y; k0 += kTileK) {
     __syncthreads();  // The previous tile is fully consumed.
-    LoadKvTile<D>(a, a.k, kvh, k0, range.y, kQStride, ks);
-    LoadKvTile<D>(a, a.v, kvh, k0, range.y, D, vs);
+    LoadKvTile<D>(a, KvPtr<KvT>(a.k), kvh, k0, range.y, kQStride, ks);
+    LoadKvTile<D>(a, KvPtr<KvT>(a.v), kvh, k0, range.y, D, vs);
     __syncthreads();
 
     float s[kRowsPerWarp];
@@ -277,14 +331,16 @@ __global__ void __launch_bounds__(kThreads)
 // head_dim 64 or 128. Block: 4 warps x 16 query rows; key tiles of 64 staged
 // in shared memory as f16, row-major (K's B fragments are 32-bit loads, V's
 // come transposed through ldmatrix.trans). The C fragment of S = Q K^T has the
-// layout of the A fragment of P V, so P never leaves registers.
+// layout of the A fragment of P V, so P never leaves registers. An f16 cache
+// is staged as it is (8-byte copies): rounding an f32 cache to f16 on the way
+// in gives the same tiles.
 constexpr int kMmaWarps = 4;
 constexpr int kMmaRows = 16 * kMmaWarps;  // 64 queries per block
 constexpr int kMmaKeys = 64;
 static_assert(kMmaRows == kTileQ && kMmaKeys % kTileK == 0,
               "key splits and PrefillKeySplits assume these tiles");
 
-template <int D, bool kSplit>
+template <int D, bool kSplit, typename KvT>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     PrefillAttentionMmaKernel(const KernelArgs a) {
   constexpr int kKStride = D + 8;  // halves per K / V row (16-byte rows,
@@ -337,19 +393,33 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     for (int idx = threadIdx.x; idx < kMmaKeys * D / 4; idx += kMmaWarps * 32) {
       const int r = idx / (D / 4);
       const int d = (idx % (D / 4)) * 4;
-      float4 kv = make_float4(0.f, 0.f, 0.f, 0.f);
-      float4 vv = kv;
-      if (k0 + r < range.y) {
-        const int64_t off =
-            static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
-            static_cast<int64_t>(kvh) * D + d;
-        kv = *reinterpret_cast<const float4*>(a.k + off);
-        vv = *reinterpret_cast<const float4*>(a.v + off);
+      if constexpr (std::is_same_v<KvT, float>) {
+        float4 kv = make_float4(0.f, 0.f, 0.f, 0.f);
+        float4 vv = kv;
+        if (k0 + r < range.y) {
+          const int64_t off =
+              static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
+              static_cast<int64_t>(kvh) * D + d;
+          kv = KvLoad4(a.k + off);
+          vv = KvLoad4(a.v + off);
+        }
+        *reinterpret_cast<uint2*>(ks + r * kKStride + d) =
+            make_uint2(PackHalf2(kv.x, kv.y), PackHalf2(kv.z, kv.w));
+        *reinterpret_cast<uint2*>(vs + r * kKStride + d) =
+            make_uint2(PackHalf2(vv.x, vv.y), PackHalf2(vv.z, vv.w));
+      } else {
+        uint2 kb = make_uint2(0u, 0u);
+        uint2 vb = kb;
+        if (k0 + r < range.y) {
+          const int64_t off =
+              static_cast<int64_t>(KeyRow(a, k0 + r)) * a.kv_stride +
+              static_cast<int64_t>(kvh) * D + d;
+          kb = *reinterpret_cast<const uint2*>(KvPtr<KvT>(a.k) + off);
+          vb = *reinterpret_cast<const uint2*>(KvPtr<KvT>(a.v) + off);
+        }
+        *reinterpret_cast<uint2*>(ks + r * kKStride + d) = kb;
+        *reinterpret_cast<uint2*>(vs + r * kKStride + d) = vb;
       }
-      *reinterpret_cast<uint2*>(ks + r * kKStride + d) =
-          make_uint2(PackHalf2(kv.x, kv.y), PackHalf2(kv.z, kv.w));
-      *reinterpret_cast<uint2*>(vs + r * kKStride + d) =
-          make_uint2(PackHalf2(vv.x, vv.y), PackHalf2(vv.z, vv.w));
     }
     __syncthreads();
 
@@ -461,8 +531,10 @@ __device__ __forceinline__ float BlockMax(float v, float* scratch) {
 // (same intrinsics), so q, k and the cache row get the same bits as the
 // unfused ops. The block of the kv head's first query head (one per cache
 // row) also writes the key and value into cache row `pos`; no block reads
-// that row from the cache, so no other block waits for the write.
-template <int D>
+// that row from the cache, so no other block waits for the write. With an
+// f16 cache the key and value in shared memory are rounded as the cache
+// row is, so every block attends to what the unfused decode would read.
+template <int D, typename KvT>
 __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
                                            int pos, bool has_key, float* smem) {
   const bool writes = has_key && h % a.group == 0;
@@ -472,17 +544,23 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
   const int64_t cache0 = static_cast<int64_t>(pos) * a.kv_stride + col0;
   // Rotates the pair (x[i], x[i + half]) into dst (and the cache row).
   const auto put = [&](float x0, float x1, int i, int half, float c, float sn,
-                       bool turn, int slot, float* cache) {
+                       bool turn, int slot, KvT* cache) {
     if (turn) {
       const float2 r = RotatePair(x0, x1, c, sn);
       x0 = r.x;
       x1 = r.y;
     }
+    if constexpr (!std::is_same_v<KvT, float>) {
+      if (slot != 0) {  // A key or value: the cache's rounding.
+        x0 = __half2float(__float2half_rn(x0));
+        x1 = __half2float(__float2half_rn(x1));
+      }
+    }
     smem[slot * D + i] = x0;
     if (half > 0) smem[slot * D + i + half] = x1;
     if (cache != nullptr) {
-      cache[cache0 + i] = x0;
-      if (half > 0) cache[cache0 + i + half] = x1;
+      KvStore(cache + (cache0 + i), x0);
+      if (half > 0) KvStore(cache + (cache0 + i + half), x1);
     }
   };
   if (a.inv_freq != nullptr) {
@@ -494,9 +572,9 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
       put(q[i], q[i + half], i, half, c, sn, true, 0, nullptr);
       if (has_key) {
         put(a.new_k[col0 + i], a.new_k[col0 + i + half], i, half, c, sn, true,
-            1, writes ? a.k_out : nullptr);
+            1, writes ? KvPtr<KvT>(a.k_out) : nullptr);
         put(a.new_v[col0 + i], a.new_v[col0 + i + half], i, half, c, sn, false,
-            2, writes ? a.v_out : nullptr);
+            2, writes ? KvPtr<KvT>(a.v_out) : nullptr);
       }
     }
   } else {  // No RoPE (OPT): copies, any head_dim.
@@ -504,9 +582,9 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
       put(q[i], 0.f, i, 0, 1.f, 0.f, false, 0, nullptr);
       if (has_key) {
         put(a.new_k[col0 + i], 0.f, i, 0, 1.f, 0.f, false, 1,
-            writes ? a.k_out : nullptr);
+            writes ? KvPtr<KvT>(a.k_out) : nullptr);
         put(a.new_v[col0 + i], 0.f, i, 0, 1.f, 0.f, false, 2,
-            writes ? a.v_out : nullptr);
+            writes ? KvPtr<KvT>(a.v_out) : nullptr);
       }
     }
   }
@@ -521,7 +599,7 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
 // q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
 // it while the K/V loads are in flight (before them it cost every block one
 // more round trip: 8% at 16k keys).
-template <int D, bool kNewRow, int kKeysPerWarp>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int kvh, int pos, int chunk0,
                                             int limit, float* new_row,
@@ -551,14 +629,14 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
     for (int c = 0; c < kCols; ++c) {
       const int d = lane + 32 * c;
       const bool load = live[j] && !fresh && d < a.head_dim;
-      kk[j][c] = load ? a.k[base[j] + d] : 0.f;
-      vv[j][c] = load ? a.v[base[j] + d] : 0.f;
+      kk[j][c] = load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f;
+      vv[j][c] = load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f;
     }
   }
   float q[kCols];
   if constexpr (kNewRow) {
-    LoadNewRow<D>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
-                  new_row);
+    LoadNewRow<D, KvT>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
+                       new_row);
 #pragma unroll
     for (int j = 0; j < kKeysPerWarp; ++j) {
       if (key0 + j != pos) continue;
@@ -736,19 +814,21 @@ __global__ void __launch_bounds__(kThreads)
 // position), prefetched into L2 while the previous kernel finishes: they do
 // not depend on it, and under PDL this block is often resident before it
 // ends. Hints only: a stale position just prefetches other cache rows.
-template <int kChunkKeys>
+template <int kChunkKeys, typename KvT>
 __device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
+  constexpr int kLineElems = 128 / static_cast<int>(sizeof(KvT));
   const int pos = a.positions[blockIdx.z];
   const int key_begin = blockIdx.x * kChunkKeys;
   const int key_end = min(min(pos, a.max_keys), key_begin + kChunkKeys);
-  const int lines = (a.head_dim + 31) / 32;  // 128-byte lines a row.
+  // 128-byte lines a row.
+  const int lines = (a.head_dim + kLineElems - 1) / kLineElems;
   const int64_t col0 = static_cast<int64_t>(blockIdx.y / a.group) * a.head_dim;
   for (int i = threadIdx.x; i < 2 * lines * (key_end - key_begin);
        i += kThreads) {
     const int key = key_begin + i / (2 * lines);
-    const float* cache = (i & 1) != 0 ? a.v : a.k;
-    const float* p = cache + static_cast<int64_t>(key) * a.kv_stride + col0 +
-                     32 * ((i >> 1) % lines);
+    const KvT* cache = KvPtr<KvT>((i & 1) != 0 ? a.v : a.k);
+    const KvT* p = cache + static_cast<int64_t>(key) * a.kv_stride + col0 +
+                   kLineElems * ((i >> 1) % lines);
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
   }
 }
@@ -757,11 +837,11 @@ __device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
 // one, the grid covers the listed keys only (their count is known on the
 // host: token steps run eagerly) and each key is checked against the row's
 // position where it is loaded, so no block searches the list.
-template <int D, bool kNewRow, int kKeysPerWarp>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys>(a);
+  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
   PdlWait();
   const int chunk = blockIdx.x;
   const int h = blockIdx.y;
@@ -782,8 +862,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   } else {
     __shared__ float new_row[kNewRow ? 3 * D : 1];
-    DecodeChunk<D, kNewRow, kKeysPerWarp>(a, row, h, kvh, pos, chunk0, limit,
-                                          new_row, entry);
+    DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
+                                               limit, new_row, entry);
   }
   if (a.counters == nullptr) return;
   // Merge in this launch: the block that finishes last for its (row, head)
@@ -811,10 +891,25 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
     if (absl::Status s = CheckOnDevice(*t, "attention operand"); !s.ok()) {
       return s;
     }
-    if (t->dtype() != DType::kF32 || t->rank() != 2) {
+    if (t->rank() != 2) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "attention: operands must be f32 matrices, got ", t->DebugString()));
+          "attention: operands must be matrices, got ", t->DebugString()));
     }
+  }
+  for (const Tensor* t : {args.q, static_cast<const Tensor*>(args.out)}) {
+    if (t->dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attention: q and out must be f32, got ", t->DebugString()));
+    }
+  }
+  if (absl::Status s = CheckKvDtype(*args.k_cache, "attention k_cache");
+      !s.ok()) {
+    return s;
+  }
+  if (args.v_cache->dtype() != args.k_cache->dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention: v_cache ", args.v_cache->DebugString(),
+        " must have the dtype of k_cache ", args.k_cache->DebugString()));
   }
   if (args.head_dim <= 0 || args.head_dim > kMaxAttentionHeadDim ||
       args.num_heads <= 0 || args.num_kv_heads <= 0 ||
@@ -840,8 +935,9 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
         args.num_kv_heads, " heads of ", args.head_dim));
   }
   a->q = args.q->data<float>();
-  a->k = args.k_cache->data<float>();
-  a->v = args.v_cache->data<float>();
+  // f16 caches too: the kernels read them through KvPtr.
+  a->k = static_cast<const float*>(args.k_cache->raw_data());
+  a->v = static_cast<const float*>(args.v_cache->raw_data());
   a->positions = args.positions;
   a->key_rows = args.key_rows;
   a->out = args.out->data<float>();
@@ -873,8 +969,10 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
                                        DecodeChunkKeys(args)));
   a->split_keys = 0;
   a->scale = args.scale;
-  a->vec4 =
-      args.head_dim % 4 == 0 && IsAligned(a->k, 16) && IsAligned(a->v, 16);
+  // Four elements: 16 bytes of f32, 8 of f16.
+  const uintptr_t vec_bytes = 4 * DTypeSize(args.k_cache->dtype());
+  a->vec4 = args.head_dim % 4 == 0 && IsAligned(a->k, vec_bytes) &&
+            IsAligned(a->v, vec_bytes);
   return absl::OkStatus();
 }
 
@@ -906,45 +1004,46 @@ unsigned PrefillSplits(const KernelArgs& a) {
   return a.split_keys > 0 ? static_cast<unsigned>(a.chunks) : 1u;
 }
 
-template <int D, bool kSplit>
+template <int D, bool kSplit, typename KvT>
 absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
   constexpr int kSmem = PrefillSmemBytes<D>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        PrefillAttentionKernel<D, kSplit>,
+        PrefillAttentionKernel<D, kSplit, KvT>,
         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kTileQ)),
                   static_cast<unsigned>(a.heads), PrefillSplits(a));
-  PrefillAttentionKernel<D, kSplit><<<grid, kThreads, kSmem, ctx.stream()>>>(a);
+  PrefillAttentionKernel<D, kSplit, KvT>
+      <<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PrefillAttentionKernel");
 }
 
-template <int D>
+template <int D, typename KvT>
 absl::Status LaunchPrefill(DeviceContext& ctx, const KernelArgs& a) {
-  return a.split_keys > 0 ? LaunchPrefill<D, true>(ctx, a)
-                          : LaunchPrefill<D, false>(ctx, a);
+  return a.split_keys > 0 ? LaunchPrefill<D, true, KvT>(ctx, a)
+                          : LaunchPrefill<D, false, KvT>(ctx, a);
 }
 
-template <int D, bool kSplit>
+template <int D, bool kSplit, typename KvT>
 absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, kMmaRows)),
                   static_cast<unsigned>(a.heads), PrefillSplits(a));
-  PrefillAttentionMmaKernel<D, kSplit>
+  PrefillAttentionMmaKernel<D, kSplit, KvT>
       <<<grid, kMmaWarps * 32, 0, ctx.stream()>>>(a);
   return LastLaunchStatus("PrefillAttentionMmaKernel");
 }
 
-template <int D>
+template <int D, typename KvT>
 absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
-  return a.split_keys > 0 ? LaunchPrefillMma<D, true>(ctx, a)
-                          : LaunchPrefillMma<D, false>(ctx, a);
+  return a.split_keys > 0 ? LaunchPrefillMma<D, true, KvT>(ctx, a)
+                          : LaunchPrefillMma<D, false, KvT>(ctx, a);
 }
 
-template <int D, bool kNewRow>
+template <int D, bool kNewRow, typename KvT>
 absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                           int64_t chunk_keys) {
   KernelArgs a = args;
@@ -959,21 +1058,21 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
   if constexpr (D == 128) {
     if (chunk_keys == 16) {
       LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 2>, grid, dim3(kThreads),
-                   0, ctx.stream(), a);
+                   DecodeAttentionKernel<D, kNewRow, 2, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     } else if (chunk_keys == 32) {
       LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 4>, grid, dim3(kThreads),
-                   0, ctx.stream(), a);
+                   DecodeAttentionKernel<D, kNewRow, 4, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     } else {
       LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 8>, grid, dim3(kThreads),
-                   0, ctx.stream(), a);
+                   DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     }
   } else {
     LaunchKernel(ctx.programmatic_launch(),
-                 DecodeAttentionKernel<D, kNewRow, 8>, grid, dim3(kThreads), 0,
-                 ctx.stream(), a);
+                 DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
+                 dim3(kThreads), 0, ctx.stream(), a);
   }
   if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
     return s;
@@ -1012,13 +1111,15 @@ absl::Status PrefillAttention(DeviceContext& ctx,
   }
   const bool pipelined =
       args.pipelined_splits && args.tensor_cores && a.split_keys > 0 &&
-      a.vec4 && PipelinedSplitSupported(args.head_dim) && IsAligned(a.q, 16);
+      a.vec4 && PipelinedSplitSupported(args.head_dim) && IsAligned(a.q, 16) &&
+      IsAligned(a.k, 16) && IsAligned(a.v, 16);
   const absl::Status launched = [&]() -> absl::Status {
     if (pipelined) {
       PipelinedSplitArgs p;
       p.q = a.q;
-      p.k = a.k;
-      p.v = a.v;
+      p.k = args.k_cache->raw_data();
+      p.v = args.v_cache->raw_data();
+      p.kv_half = args.k_cache->dtype() == DType::kF16;
       p.positions = a.positions;
       p.key_rows = a.key_rows;
       p.partials = a.scratch;
@@ -1032,13 +1133,17 @@ absl::Status PrefillAttention(DeviceContext& ctx,
       p.scale = a.scale;
       return PipelinedSplitAttention(ctx, p);
     }
-    if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&
-        IsAligned(a.out, 8) && (args.head_dim == 64 || args.head_dim == 128)) {
-      return args.head_dim == 64 ? LaunchPrefillMma<64>(ctx, a)
-                                 : LaunchPrefillMma<128>(ctx, a);
-    }
-    return WithHeadDim(args.head_dim, [&](auto d) {
-      return LaunchPrefill<decltype(d)::value>(ctx, a);
+    return DispatchKv(*args.k_cache, [&](auto kv) -> absl::Status {
+      using KvT = decltype(kv);
+      if (args.tensor_cores && a.vec4 && IsAligned(a.q, 8) &&
+          IsAligned(a.out, 8) &&
+          (args.head_dim == 64 || args.head_dim == 128)) {
+        return args.head_dim == 64 ? LaunchPrefillMma<64, KvT>(ctx, a)
+                                   : LaunchPrefillMma<128, KvT>(ctx, a);
+      }
+      return WithHeadDim(args.head_dim, [&](auto d) {
+        return LaunchPrefill<decltype(d)::value, KvT>(ctx, a);
+      });
     });
   }();
   if (!launched.ok() || a.split_keys == 0) return launched;
@@ -1081,9 +1186,11 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
-  return WithHeadDim(args.head_dim, [&](auto d) {
-    return LaunchDecode<decltype(d)::value, false>(ctx, a,
-                                                   DecodeChunkKeys(args));
+  return DispatchKv(*args.k_cache, [&](auto kv) {
+    return WithHeadDim(args.head_dim, [&](auto d) {
+      return LaunchDecode<decltype(d)::value, false, decltype(kv)>(
+          ctx, a, DecodeChunkKeys(args));
+    });
   });
 }
 
@@ -1132,12 +1239,14 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   }
   a.new_k = row.k->data<float>();
   a.new_v = row.v->data<float>();
-  a.k_out = row.k_cache->data<float>();
-  a.v_out = row.v_cache->data<float>();
+  a.k_out = static_cast<float*>(row.k_cache->raw_data());
+  a.v_out = static_cast<float*>(row.v_cache->raw_data());
   a.scratch = scratch;
-  return WithHeadDim(args.head_dim, [&](auto d) {
-    return LaunchDecode<decltype(d)::value, true>(ctx, a,
-                                                  DecodeChunkKeys(args));
+  return DispatchKv(*args.k_cache, [&](auto kv) {
+    return WithHeadDim(args.head_dim, [&](auto d) {
+      return LaunchDecode<decltype(d)::value, true, decltype(kv)>(
+          ctx, a, DecodeChunkKeys(args));
+    });
   });
 }
 

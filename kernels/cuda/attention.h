@@ -1,4 +1,7 @@
 // Causal attention over a KV cache on CUDA, GQA aware, f32 activations.
+// The cache is f32 or f16 (CudaBackend's default, kv_access.cuh): the
+// kernels convert its elements to f32 where they load them, so an f16 cache
+// gives the f32 results of its rounded values.
 //
 // Both kernels take the query positions from device memory, never from host
 // arguments, so a decode step can be captured in a CUDA graph once and
@@ -32,8 +35,9 @@ inline constexpr int64_t kMaxAttentionHeadDim = 256;
 inline constexpr int64_t kDecodeKeysPerChunk = 64;
 
 struct DeviceAttentionArgs {
-  const Tensor* q = nullptr;        // f32 [n, heads * head_dim]
-  const Tensor* k_cache = nullptr;  // f32 [capacity, kv_heads * head_dim]
+  const Tensor* q = nullptr;  // f32 [n, heads * head_dim]
+  // f32 or f16 [capacity, kv_heads * head_dim], both the same dtype.
+  const Tensor* k_cache = nullptr;
   const Tensor* v_cache = nullptr;
   const int32_t* positions = nullptr;  // device i32 [n]
   // Token pruning (LazyLLM): the keys are the cache rows key_rows[0..
@@ -46,9 +50,9 @@ struct DeviceAttentionArgs {
   int64_t head_dim = 0;  // <= kMaxAttentionHeadDim
   float scale = 1.0f;
   Tensor* out = nullptr;  // f32 [n, heads * head_dim]
-  // Prefill only: run the tensor-core kernel (q, k, v rounded to f16,
-  // scores and softmax in f32) when head_dim is 64 or 128; relative error
-  // ~1e-3 instead of ~1e-6.
+  // Prefill only: run the tensor-core kernel (q, k, v rounded to f16; an f16
+  // cache's k and v as they are; scores and softmax in f32) when head_dim is
+  // 64 or 128; relative error ~1e-3 instead of ~1e-6.
   bool tensor_cores = false;
   // Prefill only: split the keys over up to `key_splits` blocks per (64-row
   // query tile, head), for a few query rows over many keys (token steps that
@@ -109,14 +113,16 @@ struct DecodeNewRow {
   const Tensor* k = nullptr;  // f32 [1, kv_heads * head_dim], before RoPE
   const Tensor* v = nullptr;  // f32 [1, kv_heads * head_dim]
   Tensor* k_cache = nullptr;  // args.k_cache and args.v_cache, written at
-  Tensor* v_cache = nullptr;  // row positions[0]
+  Tensor* v_cache = nullptr;  // row positions[0] (f16: rounded to nearest)
 };
 // RopeWriteKv followed by DecodeAttention in one launch, for one query row
 // (args.q, before RoPE) without key list or head ids: every block rotates its
 // q head itself, and the new key is read from registers where it is needed,
 // so no block waits for the cache write (one block per kv head does it).
 // q and k stay unrotated in memory; the output and the cache rows are
-// bit-identical to the unfused ops.
+// bit-identical to the unfused ops (on an f16 cache the attention uses the
+// new key and value as rounded into the cache, as the unfused decode reads
+// them).
 absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
                                        const DeviceAttentionArgs& args,
                                        const DecodeNewRow& row, float* scratch);

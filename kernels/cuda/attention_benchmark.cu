@@ -1,9 +1,10 @@
-// Attention over a long f32 KV cache on the Llama-2-7B shape (32 heads of
-// 128): the one-row split-K decode kernel, and few query rows (a LazyLLM
-// decode step's revived rows) on the two split tensor-core kernels, the
+// Attention over a long f32 or f16 KV cache on the Llama-2-7B shape (32
+// heads of 128): the one-row split-K decode kernel, and few query rows (a
+// LazyLLM decode step's revived rows) on the two split tensor-core kernels, the
 // staged one and the cp.async ring (pipelined_attention.h). The rows sit at
 // the last positions, so each reads every listed key: bytes per call are the
-// listed keys' K and V rows of every head, plus q and out. The key list is
+// listed keys' K and V rows of every head (in the cache's element type),
+// plus q and out (f32). The key list is
 // every cache row (keys=cached) or every 4th (about what keys=selected
 // keeps); "none" runs without a list, as dense decode does.
 //
@@ -34,6 +35,7 @@ struct AttentionCase {
   int64_t cache_rows;
   int64_t list_every;  // 0: no key list; k: cache rows 0, k, 2k, ... listed
   AttentionKernel kernel;
+  DType cache = DType::kF32;
 };
 
 const char* KernelName(AttentionKernel k) {
@@ -61,7 +63,9 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
   std::iota(positions.begin(), positions.end(),
             static_cast<int32_t>(c.cache_rows - c.rows));
 
-  const double kv_bytes = 2.0 * 4.0 * static_cast<double>(c.cache_rows) * width;
+  const double element = static_cast<double>(DTypeSize(c.cache));
+  const double kv_bytes =
+      2.0 * element * static_cast<double>(c.cache_rows) * width;
   const int buffers = bench::BuffersFor(ctx, kv_bytes);
   std::vector<Tensor> k_caches, v_caches;
   absl::Status ok = absl::OkStatus();
@@ -71,8 +75,8 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
     return t.ok() ? *t : Tensor();
   };
   for (int i = 0; i < buffers && ok.ok(); ++i) {
-    k_caches.push_back(allocate(DType::kF32, {c.cache_rows, width}));
-    v_caches.push_back(allocate(DType::kF32, {c.cache_rows, width}));
+    k_caches.push_back(allocate(c.cache, {c.cache_rows, width}));
+    v_caches.push_back(allocate(c.cache, {c.cache_rows, width}));
     if (ok.ok()) ok.Update(bench::FillRandom(ctx, &k_caches.back(), 10 + i, 1));
     if (ok.ok()) ok.Update(bench::FillRandom(ctx, &v_caches.back(), 50 + i, 1));
   }
@@ -132,7 +136,7 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
     return;
   }
   state.counters["buffers"] = buffers;
-  const double bytes = 2.0 * 4.0 * static_cast<double>(keys) * width +
+  const double bytes = 2.0 * element * static_cast<double>(keys) * width +
                        2.0 * 4.0 * static_cast<double>(c.rows) * width;
   bench::TimeGraph(
       state, ctx, bench::CallsFor(buffers),
@@ -153,23 +157,26 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
   const auto add = [&](AttentionCase c) {
     const std::string list =
         c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
-    const std::string name =
-        absl::StrFormat("attention/%s/rows%d/cache%d/%s", KernelName(c.kernel),
-                        c.rows, c.cache_rows, list);
+    const std::string name = absl::StrFormat(
+        "attention/%s/rows%d/cache%d/%s/%s", KernelName(c.kernel), c.rows,
+        c.cache_rows, list, DTypeName(c.cache));
     benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
         ->UseManualTime()
         ->Iterations(bench::kIterations)
         ->Unit(benchmark::kMicrosecond);
   };
   for (int64_t cache : {4096, 16384}) {
-    add({1, cache, 0, AttentionKernel::kDecode});
-    add({1, cache, 1, AttentionKernel::kDecode});
+    for (DType dtype : {DType::kF32, DType::kF16}) {
+      add({1, cache, 0, AttentionKernel::kDecode, dtype});
+      add({1, cache, 1, AttentionKernel::kDecode, dtype});
+    }
     // Revived rows: 9-64 in most layers that have any, 65-255 in a few.
     for (int64_t rows : {16, 32, 64, 128, 200}) {
       for (int64_t every : {1, 4}) {
         if (every == 4 && rows > 64) continue;
         add({rows, cache, every, AttentionKernel::kStaged});
         add({rows, cache, every, AttentionKernel::kPipelined});
+        add({rows, cache, every, AttentionKernel::kPipelined, DType::kF16});
       }
     }
   }

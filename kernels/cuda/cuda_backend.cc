@@ -200,7 +200,8 @@ std::string CudaBackend::name() const {
           ? ", unfused attention"
           : "",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
-      options_.decode_stack ? ", decode stack" : "", ")");
+      options_.decode_stack ? ", decode stack" : "",
+      options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {
@@ -1482,8 +1483,8 @@ void CudaBackend::LazyKv(const LazyKvArgs& args) {
   d.num_kv_heads = args.num_kv_heads;
   d.head_dim = args.head_dim;
   d.hidden = args.ring_x->dim(1);
-  d.k_cache = args.k_cache->data<float>();
-  d.v_cache = args.v_cache->data<float>();
+  d.k_cache = args.k_cache;
+  d.v_cache = args.v_cache;
   d.rows_per_warp = static_cast<int>(options_.sparse_rows_per_warp);
   d.tensor_cores = options_.lazy_kv_tensor_cores;
   d.mma_blocks_per_sm = static_cast<int>(options_.lazy_kv_mma_blocks_per_sm);

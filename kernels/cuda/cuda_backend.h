@@ -77,6 +77,15 @@ class CudaBackend : public Backend {
   Device device() const override { return Device::kCuda; }
   std::string name() const override;
   Tensor Allocate(DType dtype, Shape shape) override;
+  // f16 for a model in f16 or bf16 (CudaBackendOptions::f16_kv_cache),
+  // unless the decode stack, which reads f32 caches only, is on; an f32
+  // model keeps f32 K/V (its logits match the CPU's to summation order).
+  DType KvCacheDtype(DType weights) const override {
+    return options_.f16_kv_cache && !options_.decode_stack &&
+                   weights != DType::kF32
+               ? DType::kF16
+               : DType::kF32;
+  }
   void BeginStep(int64_t rows) override;
   absl::StatusOr<StepOutcome> EndStep() override;
   absl::StatusOr<StepOutcome> EndStepAsync() override;

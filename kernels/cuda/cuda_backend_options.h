@@ -120,6 +120,12 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_EARLY_READS=0 defers the whole read to FinishRead, a
   // ReadNow there (A/B timing).
   bool early_reads = true;
+  // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
+  // attention reads half the bytes, and the tensor-core kernels stage the
+  // rows as they are. The persistent decode stack reads f32 only, so with
+  // decode_stack the caches stay f32. DYNSPARSE_CUDA_KV_F16=0 keeps f32 caches
+  // (A/B timing and accuracy).
+  bool f16_kv_cache = true;
 };
 
 }  // namespace dynsparse::cuda

@@ -22,6 +22,7 @@
 #include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/flash_prefill.h"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 
 namespace dynsparse::cuda {
@@ -301,8 +302,10 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
 }
 
 // K and V rows (cache row key_rows[j], or j) -> f16 row j of kh / vh; 8
-// values per thread and step (width is a multiple of 8).
-__global__ void KvToHalfKernel(const float* k, const float* v,
+// values per thread and step (width is a multiple of 8). An f32 cache is
+// rounded; an f16 cache's listed rows are gathered as they are.
+template <typename KvT>
+__global__ void KvToHalfKernel(const KvT* k, const KvT* v,
                                const int32_t* key_rows, int64_t keys,
                                int64_t width, __half* kh, __half* vh) {
   const int64_t units = keys * (width / 8);
@@ -314,16 +317,23 @@ __global__ void KvToHalfKernel(const float* k, const float* v,
         (key_rows == nullptr ? j : static_cast<int64_t>(key_rows[j])) * width +
         col;
     const int64_t dst = j * width + col;
-    const float4 k0 = *reinterpret_cast<const float4*>(k + src);
-    const float4 k1 = *reinterpret_cast<const float4*>(k + src + 4);
-    const float4 v0 = *reinterpret_cast<const float4*>(v + src);
-    const float4 v1 = *reinterpret_cast<const float4*>(v + src + 4);
-    *reinterpret_cast<uint4*>(kh + dst) =
-        make_uint4(PackHalf2(k0.x, k0.y), PackHalf2(k0.z, k0.w),
-                   PackHalf2(k1.x, k1.y), PackHalf2(k1.z, k1.w));
-    *reinterpret_cast<uint4*>(vh + dst) =
-        make_uint4(PackHalf2(v0.x, v0.y), PackHalf2(v0.z, v0.w),
-                   PackHalf2(v1.x, v1.y), PackHalf2(v1.z, v1.w));
+    if constexpr (std::is_same_v<KvT, float>) {
+      const float4 k0 = *reinterpret_cast<const float4*>(k + src);
+      const float4 k1 = *reinterpret_cast<const float4*>(k + src + 4);
+      const float4 v0 = *reinterpret_cast<const float4*>(v + src);
+      const float4 v1 = *reinterpret_cast<const float4*>(v + src + 4);
+      *reinterpret_cast<uint4*>(kh + dst) =
+          make_uint4(PackHalf2(k0.x, k0.y), PackHalf2(k0.z, k0.w),
+                     PackHalf2(k1.x, k1.y), PackHalf2(k1.z, k1.w));
+      *reinterpret_cast<uint4*>(vh + dst) =
+          make_uint4(PackHalf2(v0.x, v0.y), PackHalf2(v0.z, v0.w),
+                     PackHalf2(v1.x, v1.y), PackHalf2(v1.z, v1.w));
+    } else {
+      *reinterpret_cast<uint4*>(kh + dst) =
+          *reinterpret_cast<const uint4*>(k + src);
+      *reinterpret_cast<uint4*>(vh + dst) =
+          *reinterpret_cast<const uint4*>(v + src);
+    }
   }
 }
 
@@ -355,15 +365,17 @@ absl::Status LaunchFlash(DeviceContext& ctx, const FlashArgs& a, int heads) {
 }  // namespace
 
 bool FlashPrefillSupported(const DeviceAttentionArgs& args) {
-  const auto f32_matrix = [](const Tensor* t) {
+  const auto matrix = [](const Tensor* t, bool f16_too) {
     return t != nullptr && t->device() == Device::kCuda &&
-           t->dtype() == DType::kF32 && t->rank() == 2 &&
-           IsAligned(t->raw_data(), 16);
+           (t->dtype() == DType::kF32 ||
+            (f16_too && t->dtype() == DType::kF16)) &&
+           t->rank() == 2 && IsAligned(t->raw_data(), 16);
   };
   return (args.head_dim == 64 || args.head_dim == 128) &&
          args.head_ids == nullptr && args.positions != nullptr &&
-         f32_matrix(args.q) && f32_matrix(args.out) &&
-         f32_matrix(args.k_cache) && f32_matrix(args.v_cache);
+         matrix(args.q, false) && matrix(args.out, false) &&
+         matrix(args.k_cache, true) && matrix(args.v_cache, true) &&
+         args.k_cache->dtype() == args.v_cache->dtype();
 }
 
 int64_t FlashPrefillScratchBytes(const DeviceAttentionArgs& args,
@@ -379,8 +391,9 @@ absl::Status FlashPrefillAttention(DeviceContext& ctx,
   if (!FlashPrefillSupported(args) || scratch == nullptr ||
       (kind != 42 && kind != 43 && kind != 81)) {
     return absl::InvalidArgumentError(
-        "flash prefill: needs f32 device operands, head_dim 64 or 128, "
-        "scratch and a config of 4x2, 4x3 or 8x1");
+        "flash prefill: needs f32 device q and out, f32 or f16 K/V caches of "
+        "one type, head_dim 64 or 128, scratch and a config of 4x2, 4x3 or "
+        "8x1");
   }
   const int64_t n = args.q->dim(0);
   const int64_t kv_width = args.num_kv_heads * args.head_dim;
@@ -406,11 +419,20 @@ absl::Status FlashPrefillAttention(DeviceContext& ctx,
     keys = std::min(keys, args.num_keys);
   }
   if (n == 0) return absl::OkStatus();
+  const bool f16_cache = args.k_cache->dtype() == DType::kF16;
+  // An f16 cache without a key list is read in place: the kernel reads rows
+  // [0, keys) only, with the cache's row stride.
+  const bool in_place = f16_cache && args.key_rows == nullptr;
   FlashArgs a;
   a.q = args.q->data<float>();
-  a.k = static_cast<const __half*>(scratch);
-  a.v = reinterpret_cast<const __half*>(static_cast<const char*>(scratch) +
-                                        HalfCopyBytes(args, max_keys));
+  if (in_place) {
+    a.k = args.k_cache->data<__half>();
+    a.v = args.v_cache->data<__half>();
+  } else {
+    a.k = static_cast<const __half*>(scratch);
+    a.v = reinterpret_cast<const __half*>(static_cast<const char*>(scratch) +
+                                          HalfCopyBytes(args, max_keys));
+  }
   a.positions = args.positions;
   a.key_pos = args.key_rows;
   a.out = args.out->data<float>();
@@ -420,13 +442,17 @@ absl::Status FlashPrefillAttention(DeviceContext& ctx,
   a.q_stride = args.q->dim(1);
   a.kv_stride = kv_width;
   a.scale_log2 = args.scale * static_cast<float>(M_LOG2E);
-  if (keys > 0) {
+  if (keys > 0 && !in_place) {
     const int64_t units = keys * kv_width / 8;
     const int blocks = static_cast<int>(
         std::min<int64_t>(CeilDiv(units, 256), 8 * int64_t{ctx.sm_count()}));
-    KvToHalfKernel<<<blocks, 256, 0, ctx.stream()>>>(
-        args.k_cache->data<float>(), args.v_cache->data<float>(), args.key_rows,
-        keys, kv_width, const_cast<__half*>(a.k), const_cast<__half*>(a.v));
+    const auto copy = [&](auto kv) {
+      using KvT = decltype(kv);
+      KvToHalfKernel<KvT><<<blocks, 256, 0, ctx.stream()>>>(
+          args.k_cache->data<KvT>(), args.v_cache->data<KvT>(), args.key_rows,
+          keys, kv_width, const_cast<__half*>(a.k), const_cast<__half*>(a.v));
+    };
+    DispatchKv(*args.k_cache, copy);
     if (absl::Status s = LastLaunchStatus("KvToHalfKernel"); !s.ok()) return s;
   }
   const int heads = static_cast<int>(args.num_heads);

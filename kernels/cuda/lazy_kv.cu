@@ -1,5 +1,8 @@
 // Lazy K/V completion for skipped heads (sparse_ops.h, METHODS.md §1.8).
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
 #include "kernels/cuda/sparse_ops.h"
@@ -25,14 +28,27 @@ constexpr int LazyMinBlocks() {
   return kRows == 2 ? 4 : 3;
 }
 
-// acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's kRows adjacent
-// weight rows from w0. One pointer and no bounds test in the unrolled loop:
-// the kernel was issue-bound (results/bench/h200_run14_kernels: ~15 cycles
-// between a warp's instructions), and per-row pointers with in-loop tests
-// cost more instructions than the loads and FMAs themselves.
-template <typename T, int kRows, int NP>
+// Offset of a warp's weight row t from its row 0: t rows on, or with kPaired
+// (f16 caches, LazyKvComputeKernel) the first kRows / 2 rows adjacent and
+// the others pair_off further.
+template <int kRows, bool kPaired>
+__device__ __forceinline__ int64_t RowOffset(int t, int64_t hidden,
+                                             int64_t pair_off) {
+  if constexpr (kPaired) {
+    return (t % (kRows / 2)) * hidden + (t / (kRows / 2)) * pair_off;
+  } else {
+    return t * hidden;
+  }
+}
+
+// acc[t][p] += w[t] . xs[p] over the hidden size, for a warp's kRows weight
+// rows from w0 (RowOffset). One pointer and no bounds test in the unrolled
+// loop: the kernel was issue-bound (results/bench/h200_run14_kernels: ~15
+// cycles between a warp's instructions), and per-row pointers with in-loop
+// tests cost more instructions than the loads and FMAs themselves.
+template <typename T, int kRows, int NP, bool kPaired>
 __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
-                                            int64_t hidden,
+                                            int64_t hidden, int64_t pair_off,
                                             const float* const (&xs)[NP],
                                             float (&acc)[kRows][NP]) {
   constexpr int kStep = 256;  // 32 lanes x 8 elements
@@ -61,8 +77,11 @@ __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
-      for (int t = 0; t < kRows; ++t)
-        LoadRaw8(w0 + t * hidden + i + u * kStep, raw[u][t]);
+      for (int t = 0; t < kRows; ++t) {
+        LoadRaw8(
+            w0 + RowOffset<kRows, kPaired>(t, hidden, pair_off) + i + u * kStep,
+            raw[u][t]);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) step(raw[u], i + u * kStep);
@@ -70,7 +89,9 @@ __device__ __forceinline__ void LazyRowsDot(const T* __restrict__ w0,
   for (; i < hidden; i += kStep) {
     Raw8<T> raw[kRows];
 #pragma unroll
-    for (int t = 0; t < kRows; ++t) LoadRaw8(w0 + t * hidden + i, raw[t]);
+    for (int t = 0; t < kRows; ++t) {
+      LoadRaw8(w0 + RowOffset<kRows, kPaired>(t, hidden, pair_off) + i, raw[t]);
+    }
     step(raw, i);
   }
 }
@@ -99,12 +120,13 @@ struct LazyRows {
   int64_t row[kRows];  // Row of W_K / W_V (and column of the cache).
   bool store[kRows];   // False past the head's 2 x head_dim rows.
   bool is_v[kRows];
+  int64_t pair_off;  // RowOffset's, f16 caches only.
 };
 
 // One pass: the rows' sums over tokens p0 .. p0 + np - 1 (np <= NP; the
 // padding repeats token p0 and is not stored), stored to the caches with the
-// bias.
-template <typename T, bool kVec, int R, int NP>
+// bias; an f16 cache's K rows rotated first (LazyKvComputeKernel).
+template <typename T, bool kVec, int R, int NP, typename KvT>
 __device__ __forceinline__ void LazyPass(const LazyArgs& a,
                                          const LazyRows<T, R>& rows,
                                          const int* slot_list,
@@ -115,26 +137,79 @@ __device__ __forceinline__ void LazyPass(const LazyArgs& a,
     const int slot = slot_list[p0 + (p < np ? p : 0)];
     xs[p] = slot < 0 ? a.h : a.ring_x + slot * a.hidden;
   }
+  constexpr bool kHalf = std::is_same_v<KvT, __half>;
   float acc[R][NP] = {};
   if constexpr (kVec) {
-    LazyRowsDot<T, R, NP>(rows.w[0], a.hidden, xs, acc);
+    LazyRowsDot<T, R, NP, kHalf>(rows.w[0], a.hidden, rows.pair_off, xs, acc);
   } else {
     LazyRowsDotScalar<T, R, NP>(rows.w, a.hidden, xs, acc);
   }
   const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+  if constexpr (!kHalf) {
 #pragma unroll
-  for (int t = 0; t < R; ++t) {
-    if (!rows.store[t]) continue;
-    const bool v = rows.is_v[t];
-    float* cache = v ? a.v_cache : a.k_cache;
-    const float b = LoadAsFloat(v ? a.bv : a.bk, v ? a.bv_kind : a.bk_kind,
-                                rows.row[t], 0.f);
+    for (int t = 0; t < R; ++t) {
+      if (!rows.store[t]) continue;
+      const bool v = rows.is_v[t];
+      KvT* cache = static_cast<KvT*>(v ? a.v_cache : a.k_cache);
+      const float b = LoadAsFloat(v ? a.bv : a.bk, v ? a.bv_kind : a.bk_kind,
+                                  rows.row[t], 0.f);
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      if (p >= np) break;
-      const float sum = WarpSum(acc[t][p]);
-      if ((threadIdx.x & 31) == 0)
-        cache[pos_list[p0 + p] * stride + rows.row[t]] = sum + b;
+      for (int p = 0; p < NP; ++p) {
+        if (p >= np) break;
+        const float sum = WarpSum(acc[t][p]);
+        if ((threadIdx.x & 31) == 0)
+          KvStore(cache + pos_list[p0 + p] * stride + rows.row[t], sum + b);
+      }
+    }
+  } else {
+    // Lane t * NP + p stores (row t, token p): after WarpSum every lane
+    // holds every sum, so the stores, and the RoPE's sincosf, run once a
+    // lane (a copy per row and token on lane 0 spilled). With RoPE, K rows
+    // t and t + R / 2 are a pair (LazyKvComputeKernel): row t's lane rotates
+    // both as LazyKvCommitKernel rotates an f32 cache's rows.
+    static_assert(R * NP <= 32);
+    constexpr int kPair = R / 2;
+    const int lane = threadIdx.x & 31;
+    float x = 0.f, y = 0.f;
+    int64_t row_x = 0, row_y = 0;
+    bool mine = false, is_v = false;
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        if (p >= np) break;
+        const float sum = WarpSum(acc[t][p]);
+        if (lane == t * NP + p) {
+          x = sum;
+          row_x = rows.row[t];
+          mine = rows.store[t];
+          is_v = rows.is_v[t];
+        }
+        if (t >= kPair && lane == (t - kPair) * NP + p) {
+          y = sum;
+          row_y = rows.row[t];
+        }
+      }
+    }
+    const bool pair = a.inv_freq != nullptr && !is_v;
+    // A pair's second row is stored by the lane of its first.
+    if (mine && !(pair && lane >= kPair * NP)) {
+      const int pos = pos_list[p0 + lane % NP];
+      KvT* out = static_cast<KvT*>(is_v ? a.v_cache : a.k_cache) + pos * stride;
+      x += LoadAsFloat(is_v ? a.bv : a.bk, is_v ? a.bv_kind : a.bk_kind, row_x,
+                       0.f);
+      if (pair) {
+        y += LoadAsFloat(a.bk, a.bk_kind, row_y, 0.f);
+        const float angle = __fmul_rn(
+            static_cast<float>(pos),
+            a.inv_freq[row_x - static_cast<int64_t>(blockIdx.x) * a.head_dim]);
+        float sn, cs;
+        sincosf(angle, &sn, &cs);
+        const float2 r = RotatePair(x, y, cs, sn);
+        KvStore(out + row_y, r.y);
+        x = r.x;
+      }
+      KvStore(out + row_x, x);
     }
   }
 }
@@ -147,8 +222,11 @@ __device__ __forceinline__ void LazyPass(const LazyArgs& a,
 // same elements in the same order whatever the pass.
 // The vector path takes head_dim % 4 == 0, so a warp's rows are adjacent
 // rows of W_K or of W_V (LazyKvDevice); the scalar path reads each row
-// through its own pointer.
-template <typename T, bool kVec, int kRows>
+// through its own pointer. An f16 cache with RoPE pairs the rows instead: a
+// warp's rows t and t + kRows / 2 are dimensions i and i + head_dim / 2 of
+// one head's K (or V), which RoPE rotates together, so K is rotated in f32
+// and rounded to f16 once.
+template <typename T, bool kVec, int kRows, typename KvT>
 __global__ void __launch_bounds__(kLazyWarps * 32, LazyMinBlocks<kRows>())
     LazyKvComputeKernel(const LazyArgs a) {
   PdlWait();
@@ -161,11 +239,24 @@ __global__ void __launch_bounds__(kLazyWarps * 32, LazyMinBlocks<kRows>())
   const int warp = threadIdx.x >> 5;
   const int r0 = (blockIdx.y * kLazyWarps + warp) * kRows;
   if (r0 >= 2 * a.head_dim) return;
+  constexpr int kPair = kRows / 2;
+  constexpr bool kHalf = std::is_same_v<KvT, __half>;
+  const bool paired = kHalf && a.inv_freq != nullptr;
   LazyRows<T, kRows> rows;
+  if constexpr (kHalf) {
+    rows.pair_off = (paired ? a.head_dim / 2 : kPair) * a.hidden;
+  }
 #pragma unroll
   for (int t = 0; t < kRows; ++t) {
-    const int r = r0 + t;
+    int r = r0 + t;  // Row of [W_K; W_V] in the head.
     rows.store[t] = r < 2 * a.head_dim;
+    if (paired) {
+      // Pairs [0, half) of K, then [half, head_dim) of V.
+      const int half = a.head_dim / 2;
+      const int q = r0 / 2 + t % kPair;
+      r = q + (t / kPair) * half + (q >= half ? half : 0);
+      rows.store[t] = q < a.head_dim;
+    }
     rows.is_v[t] = r >= a.head_dim;
     rows.row[t] = static_cast<int64_t>(g) * a.head_dim +
                   (rows.is_v[t] ? r - a.head_dim : r);
@@ -176,19 +267,21 @@ __global__ void __launch_bounds__(kLazyWarps * 32, LazyMinBlocks<kRows>())
   for (int p0 = 0; p0 < n;) {
     const int left = n - p0;
     if (left >= 3) {
-      LazyPass<T, kVec, kRows, 4>(a, rows, slot_list, pos_list, p0,
-                                  min(left, 4));
+      LazyPass<T, kVec, kRows, 4, KvT>(a, rows, slot_list, pos_list, p0,
+                                       min(left, 4));
       p0 += 4;
     } else if (left == 2) {
-      LazyPass<T, kVec, kRows, 2>(a, rows, slot_list, pos_list, p0, 2);
+      LazyPass<T, kVec, kRows, 2, KvT>(a, rows, slot_list, pos_list, p0, 2);
       p0 += 2;
     } else {
-      LazyPass<T, kVec, kRows, 1>(a, rows, slot_list, pos_list, p0, 1);
+      LazyPass<T, kVec, kRows, 1, KvT>(a, rows, slot_list, pos_list, p0, 1);
       p0 += 1;
     }
   }
 }
 
+// The f16 kernel leaves out the RoPE: the compute kernel rotated K.
+template <typename KvT>
 __global__ void LazyKvCommitKernel(const LazyArgs a) {
   PdlWait();
   __shared__ int slot_list[kMaxRing + 1], pos_list[kMaxRing + 1], count;
@@ -199,21 +292,23 @@ __global__ void LazyKvCommitKernel(const LazyArgs a) {
     if (threadIdx.x == 0) active = head_active;
   }
   __syncthreads();
-  const int n = count, half = a.head_dim / 2;
-  const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
-  if (a.inv_freq != nullptr) {
-    // RoPE of the K rows just written, as RopeWriteKvKernel rotates them.
-    for (int idx = threadIdx.x; idx < n * half; idx += blockDim.x) {
-      const int p = idx / half, i = idx - p * half;
-      const float angle =
-          __fmul_rn(static_cast<float>(pos_list[p]), a.inv_freq[i]);
-      float sn, cs;
-      sincosf(angle, &sn, &cs);
-      float* kp = a.k_cache + pos_list[p] * stride +
-                  static_cast<int64_t>(g) * a.head_dim;
-      const float2 r = RotatePair(kp[i], kp[i + half], cs, sn);
-      kp[i] = r.x;
-      kp[i + half] = r.y;
+  if constexpr (std::is_same_v<KvT, float>) {
+    const int n = count, half = a.head_dim / 2;
+    const int64_t stride = static_cast<int64_t>(a.kv_heads) * a.head_dim;
+    if (a.inv_freq != nullptr) {
+      // RoPE of the K rows just written, as RopeWriteKvKernel rotates them.
+      for (int idx = threadIdx.x; idx < n * half; idx += blockDim.x) {
+        const int p = idx / half, i = idx - p * half;
+        const float angle =
+            __fmul_rn(static_cast<float>(pos_list[p]), a.inv_freq[i]);
+        float sn, cs;
+        sincosf(angle, &sn, &cs);
+        float* kp = static_cast<float*>(a.k_cache) + pos_list[p] * stride +
+                    static_cast<int64_t>(g) * a.head_dim;
+        const float2 r = RotatePair(kp[i], kp[i + half], cs, sn);
+        kp[i] = r.x;
+        kp[i + half] = r.y;
+      }
     }
   }
   const int slot = a.step[1];
@@ -250,12 +345,15 @@ absl::Status LaunchLazyKvCudaCores(DeviceContext& ctx, const LazyArgs& a,
                       2 * d.head_dim, int64_t{kLazyWarps} * rows_per_warp)));
   return ByWeightType(d.wk->dtype(), [&](auto t) {
     using T = decltype(t);
-    auto kernel = four ? (vec ? LazyKvComputeKernel<T, true, 4>
-                              : LazyKvComputeKernel<T, false, 4>)
-                       : (vec ? LazyKvComputeKernel<T, true, 2>
-                              : LazyKvComputeKernel<T, false, 2>);
-    LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kLazyWarps * 32),
-                 0, ctx.stream(), a);
+    DispatchKv(*d.k_cache, [&](auto kv) {
+      using KvT = decltype(kv);
+      auto kernel = four ? (vec ? LazyKvComputeKernel<T, true, 4, KvT>
+                                : LazyKvComputeKernel<T, false, 4, KvT>)
+                         : (vec ? LazyKvComputeKernel<T, true, 2, KvT>
+                                : LazyKvComputeKernel<T, false, 2, KvT>);
+      LaunchKernel(ctx.programmatic_launch(), kernel, grid,
+                   dim3(kLazyWarps * 32), 0, ctx.stream(), a);
+    });
     return LastLaunchStatus("LazyKvComputeKernel");
   });
 }
@@ -270,6 +368,26 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
         absl::StrCat("LazyKv: ", d.slots, " ring slots (max ", kMaxRing,
                      "), heads ", d.num_heads, "/", d.num_kv_heads, ", ",
                      d.rows_per_warp, " rows a warp (0, 2 or 4)"));
+  }
+  if (d.inv_freq != nullptr && d.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LazyKv: RoPE needs an even head_dim, got ", d.head_dim));
+  }
+  // An f16 cache is written once a row (the compute kernel rotates K), so it
+  // holds the f32 results rounded to nearest, as RopeWriteKv writes the
+  // dense path's rows; rotating the stored f16 K would round twice.
+  for (const Tensor* cache : {d.k_cache, d.v_cache}) {
+    if (cache == nullptr) {
+      return absl::InvalidArgumentError("LazyKv: a KV cache is missing");
+    }
+    if (absl::Status s = CheckKvDtype(*cache, "LazyKv"); !s.ok()) return s;
+    if (cache->rank() != 2 || cache->dim(1) != d.num_kv_heads * d.head_dim ||
+        cache->dtype() != d.k_cache->dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LazyKv: caches must be [capacity, ", d.num_kv_heads * d.head_dim,
+          "] of one dtype, got ", d.k_cache->DebugString(), " and ",
+          d.v_cache->DebugString()));
+    }
   }
   LazyArgs a;
   a.h = d.h;
@@ -291,8 +409,9 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
   a.kv_heads = static_cast<int>(d.num_kv_heads);
   a.head_dim = static_cast<int>(d.head_dim);
   a.hidden = d.hidden;
-  a.k_cache = d.k_cache;
-  a.v_cache = d.v_cache;
+  a.k_cache = d.k_cache->raw_data();
+  a.v_cache = d.v_cache->raw_data();
+  a.kv_half = d.k_cache->dtype() == DType::kF16;
   const bool vec = d.head_dim % 4 == 0 && Vec8(*d.wk, d.hidden) &&
                    IsAligned(d.wv->raw_data(), 16) &&
                    (d.h == nullptr || IsAligned(d.h, 16)) &&
@@ -303,9 +422,11 @@ absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& d) {
                             ? LaunchLazyKvMma(ctx, a, d.mma_blocks_per_sm)
                             : LaunchLazyKvCudaCores(ctx, a, d, vec);
   if (!status.ok()) return status;
-  LaunchKernel(ctx.programmatic_launch(), LazyKvCommitKernel,
-               dim3(static_cast<unsigned>(d.num_kv_heads)), dim3(128), 0,
-               ctx.stream(), a);
+  LaunchKernel(
+      ctx.programmatic_launch(),
+      a.kv_half ? LazyKvCommitKernel<__half> : LazyKvCommitKernel<float>,
+      dim3(static_cast<unsigned>(d.num_kv_heads)), dim3(128), 0, ctx.stream(),
+      a);
   return LastLaunchStatus("LazyKvCommitKernel");
 }
 

@@ -16,7 +16,7 @@ constexpr int kMaxRing = 16;
 static_assert(kMaxRing < 32, "LazyWork gives each ring slot a lane");
 
 // DeviceLazyKvArgs (sparse_ops.h) as the kernels take it: raw pointers,
-// int sizes, the bias dtypes resolved.
+// int sizes, the bias and cache dtypes resolved.
 struct LazyArgs {
   const float* h;
   const int32_t* head_ids;
@@ -34,8 +34,12 @@ struct LazyArgs {
   const float* inv_freq;
   int group, kv_heads, head_dim;
   int64_t hidden;
-  float* k_cache;
-  float* v_cache;
+  // float or __half (kv_half), [capacity, kv_heads * head_dim]. The kernels
+  // take the element type as a template argument KvT; with an f16 cache the
+  // compute kernel rotates K itself (LazyKvDevice says why).
+  void* k_cache;
+  void* v_cache;
+  bool kv_half;
 };
 
 // The work of kv head g this step: its missing (slot, position) pairs in

@@ -18,8 +18,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/lazy_kv.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
@@ -92,13 +94,16 @@ struct TileSpot {
   int tile, split, lane, gq, tq;
   bool is_v;
   int64_t row0, k_begin, part, stride;
-  const __half* w0;  // Rows gq (w0) and gq + 8 (w0 + 8 * hidden).
+  // Rows gq (w0) and gq + second (w0 + second * hidden): second is 8, or
+  // half head_dim for an f16 cache with RoPE (LazyKvMmaKernel).
+  int64_t second;
+  const __half* w0;
 };
 
 // Up to 8 * NT owed tokens from list position p0 in one pass over the
 // weights: each group of 8 is one MMA column tile, and the splits' partial
 // sums meet in shared memory in split order.
-template <int NT, int kUnroll>
+template <int NT, int kUnroll, typename KvT>
 __device__ __forceinline__ void LazyPass(
     const LazyArgs& a, const TileSpot& t, int p0, int np, const int* slot_list,
     const int* pos_list,
@@ -113,8 +118,9 @@ __device__ __forceinline__ void LazyPass(
     x[n] =
         (slot < 0 ? a.h : a.ring_x + slot * a.hidden) + t.k_begin + t.tq * 16;
   }
+  constexpr bool kHalf = std::is_same_v<KvT, __half>;
   const __half* w0 = t.w0;
-  const __half* w8 = w0 + 8 * a.hidden;
+  const __half* w8 = w0 + (kHalf ? t.second : 8) * a.hidden;
   float acc[NT][4] = {};
   const int64_t whole = t.part - t.part % (64 * kUnroll);
   int64_t k = 0;
@@ -148,7 +154,7 @@ __device__ __forceinline__ void LazyPass(
   }
   __syncthreads();
   if (t.split == 0) {
-    float* cache = t.is_v ? a.v_cache : a.k_cache;
+    KvT* cache = static_cast<KvT*>(t.is_v ? a.v_cache : a.k_cache);
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
 #pragma unroll
@@ -157,15 +163,48 @@ __device__ __forceinline__ void LazyPass(
         for (int c = 0; c < 4; ++c)
           acc[n][c] += partial[s][n][t.tile][t.lane][c];
       }
-      // c0, c1: row gq, tokens 2tq, 2tq + 1; c2, c3: row gq + 8.
+      if constexpr (!kHalf) {
+        // c0, c1: row gq, tokens 2tq, 2tq + 1; c2, c3: row gq + 8.
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int token = 8 * n + 2 * t.tq + (c & 1);
-        if (token >= np) continue;
-        const int64_t row = t.row0 + t.gq + (c >= 2 ? 8 : 0);
-        const float b = LoadAsFloat(t.is_v ? a.bv : a.bk,
-                                    t.is_v ? a.bv_kind : a.bk_kind, row, 0.f);
-        cache[pos_list[p0 + token] * t.stride + row] = acc[n][c] + b;
+        for (int c = 0; c < 4; ++c) {
+          const int token = 8 * n + 2 * t.tq + (c & 1);
+          if (token >= np) continue;
+          const int64_t row = t.row0 + t.gq + (c >= 2 ? 8 : 0);
+          const float b = LoadAsFloat(t.is_v ? a.bv : a.bk,
+                                      t.is_v ? a.bv_kind : a.bk_kind, row, 0.f);
+          KvStore(cache + pos_list[p0 + token] * t.stride + row, acc[n][c] + b);
+        }
+      } else {
+        // c0, c1: row gq, tokens 2tq, 2tq + 1; c2, c3: row gq + second,
+        // with RoPE the other half of c0's and c1's K pairs (rotated here
+        // as LazyKvCommitKernel rotates an f32 cache's rows).
+        const bool rope = a.inv_freq != nullptr && !t.is_v;
+        const int64_t row = t.row0 + t.gq;
+        const void* bias = t.is_v ? a.bv : a.bk;
+        const FloatKind kind = t.is_v ? a.bv_kind : a.bk_kind;
+        const float b = LoadAsFloat(bias, kind, row, 0.f);
+        const float b2 = LoadAsFloat(bias, kind, row + t.second, 0.f);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int token = 8 * n + 2 * t.tq + c;
+          if (token >= np) continue;
+          const int pos = pos_list[p0 + token];
+          float x = acc[n][c] + b, y = acc[n][c + 2] + b2;
+          if (rope) {
+            const float angle =
+                __fmul_rn(static_cast<float>(pos),
+                          a.inv_freq[row - static_cast<int64_t>(blockIdx.x) *
+                                               a.head_dim]);
+            float sn, cs;
+            sincosf(angle, &sn, &cs);
+            const float2 r = RotatePair(x, y, cs, sn);
+            x = r.x;
+            y = r.y;
+          }
+          KvT* out = cache + pos * t.stride + row;
+          KvStore(out, x);
+          KvStore(out + t.second, y);
+        }
       }
     }
   }
@@ -177,7 +216,10 @@ __device__ __forceinline__ void LazyPass(
 // take one pass over its weights (two for kMaxRing + 1). Two 64-element k
 // blocks of loads go together, but with 3 blocks an SM (80 registers) a
 // pass of two token groups takes one at a time.
-template <int kBlocksPerSm>
+// An f16 cache with RoPE takes tiles of 8 K (or V) dimensions i and their
+// RoPE partners i + head_dim / 2 instead, so a lane holds both halves of
+// its pairs and K is rotated in f32 and rounded to f16 once.
+template <int kBlocksPerSm, typename KvT>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
     LazyKvMmaKernel(const LazyArgs a) {
   constexpr int kWideUnroll = kBlocksPerSm >= 3 ? 1 : 2;
@@ -199,6 +241,15 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
   t.is_v = r0 >= a.head_dim;
   t.row0 =
       static_cast<int64_t>(g) * a.head_dim + (t.is_v ? r0 - a.head_dim : r0);
+  t.second = 8;
+  if (std::is_same_v<KvT, __half> && a.inv_freq != nullptr) {
+    // Pairs [0, half) of K, then [half, head_dim) of V; 8 | half.
+    const int half = a.head_dim / 2;
+    const int q0 = r0 / 2;
+    t.is_v = q0 >= half;
+    t.row0 = static_cast<int64_t>(g) * a.head_dim + (t.is_v ? q0 - half : q0);
+    t.second = half;
+  }
   t.gq = t.lane >> 2;
   t.tq = t.lane & 3;
   t.part = a.hidden / kSplits;
@@ -208,11 +259,12 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
          (t.row0 + t.gq) * a.hidden + t.k_begin + t.tq * 16;
   // n is the same for the whole block: the branch is uniform.
   if (n <= 8) {
-    LazyPass<1, 2>(a, t, 0, n, slot_list, pos_list, partial);
+    LazyPass<1, 2, KvT>(a, t, 0, n, slot_list, pos_list, partial);
   } else {
-    LazyPass<2, kWideUnroll>(a, t, 0, min(n, 16), slot_list, pos_list, partial);
+    LazyPass<2, kWideUnroll, KvT>(a, t, 0, min(n, 16), slot_list, pos_list,
+                                  partial);
     if (n > 16) {
-      LazyPass<1, 2>(a, t, 16, n - 16, slot_list, pos_list, partial);
+      LazyPass<1, 2, KvT>(a, t, 16, n - 16, slot_list, pos_list, partial);
     }
   }
 }
@@ -242,9 +294,12 @@ absl::Status LaunchLazyKvMma(DeviceContext& ctx, const LazyArgs& a,
     return absl::InvalidArgumentError(absl::StrCat(
         "LazyKvMma: built for 2 or 3 blocks an SM, not ", blocks_per_sm));
   }
-  LaunchKernel(ctx.programmatic_launch(),
-               blocks_per_sm == 2 ? LazyKvMmaKernel<2> : LazyKvMmaKernel<3>,
-               grid, dim3(kWarps * 32), 0, ctx.stream(), a);
+  auto kernel = a.kv_half ? (blocks_per_sm == 2 ? LazyKvMmaKernel<2, __half>
+                                                : LazyKvMmaKernel<3, __half>)
+                          : (blocks_per_sm == 2 ? LazyKvMmaKernel<2, float>
+                                                : LazyKvMmaKernel<3, float>);
+  LaunchKernel(ctx.programmatic_launch(), kernel, grid, dim3(kWarps * 32), 0,
+               ctx.stream(), a);
   return LastLaunchStatus("LazyKvMmaKernel");
 }
 

@@ -1,10 +1,15 @@
 // PipelinedSplitAttention (pipelined_attention.h): one block of 4 warps per
 // (query tile, head, key split) on mma.sync m16n8k16 (f16 operands, f32
 // accumulate), as in attention.cu's tensor-core prefill. The difference is
-// the staging: 32-key stages of f32 K and V arrive by cp.async in a
-// three-stage ring (two stages in flight while one is computed), and the
-// cache rows of the keys after next are loaded into registers one stage
-// ahead, so a key list never stalls the copies.
+// the staging: 32-key stages of K and V arrive by cp.async in a three-stage
+// ring (two stages in flight while one is computed), and the cache rows of
+// the keys after next are loaded into registers one stage ahead, so a key
+// list never stalls the copies. The stages hold the cache's elements as
+// they are: an f32 cache's are packed to f16 fragments by the warps, an f16
+// cache's are the fragments already and come from ldmatrix. An f16 stage is
+// half the bytes; the ring keeps the same three 32-key stages (by Little's
+// law still more bytes in flight per SM than HBM latency needs; more or
+// longer f16 stages were not measured).
 //
 // A warp owns 16 query rows and 32 / kKeyParts keys of each stage: with 16
 // rows or fewer the four warps split every stage's keys four ways (tile of
@@ -17,6 +22,7 @@
 #include <climits>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cp_async.cuh"
@@ -32,51 +38,86 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kStageKeys = kPipelinedStageKeys;
 constexpr int kStages = 3;
 
-// Row strides in floats. K is read as float2 at (key 8j + g, column
-// 16s + 2t): with D + 8 the 16 lanes of each half warp hit 32 distinct banks.
-// V is read as single floats at (key 16i + 2t (+1, +8, +9), column 8n + g):
-// with D + 4 the 32 lanes do. Both keep rows 16-byte aligned for cp.async.
-template <int D>
+// Row strides in elements of the cache type KvT. f32: K is read as float2
+// at (key 8j + g, column 16s + 2t): with D + 8 the 16 lanes of each half warp
+// hit 32 distinct banks; V is read as single floats at (key 16i + 2t (+1,
+// +8, +9), column 8n + g): with D + 4 the 32 lanes do. f16: both are read by
+// ldmatrix, eight 16-byte rows a phase; D + 8 halves shift consecutive rows
+// 4 banks apart, so the eight rows cover 32 banks. All keep rows 16-byte
+// aligned for cp.async.
+template <int D, typename KvT>
 constexpr int KStride() {
   return D + 8;
 }
-template <int D>
+template <int D, typename KvT>
 constexpr int VStride() {
-  return D + 4;
+  return std::is_same_v<KvT, float> ? D + 4 : D + 8;
 }
-template <int D>
-constexpr int StageFloats() {
-  return kStageKeys * (KStride<D>() + VStride<D>());
+template <int D, typename KvT>
+constexpr int StageElems() {
+  return kStageKeys * (KStride<D, KvT>() + VStride<D, KvT>());
 }
-template <int D>
+template <int D, typename KvT>
+constexpr int RingBytes() {
+  return kStages * StageElems<D, KvT>() * static_cast<int>(sizeof(KvT));
+}
+template <int D, typename KvT>
 constexpr int SmemBytes() {
-  return kStages * (StageFloats<D>() + kStageKeys) *
-         static_cast<int>(sizeof(float));
+  return RingBytes<D, KvT>() +
+         kStages * kStageKeys * static_cast<int>(sizeof(int));
 }
 
-// This thread's share of a stage's copies: kPieces 16-byte pieces per key
-// row, kThreads / kPieces rows per pass.
-template <int D>
+// This thread's share of a stage's copies: kPieces 16-byte pieces (of
+// kPieceElems elements) per key row, kThreads / kPieces rows per pass.
+template <int D, typename KvT>
 struct StageShare {
-  static constexpr int kPieces = D / 4;
+  static constexpr int kPieceElems = 16 / static_cast<int>(sizeof(KvT));
+  static constexpr int kPieces = D / kPieceElems;
   static constexpr int kRowsPerPass = kThreads / kPieces;
   static constexpr int kRows = kStageKeys / kRowsPerPass;
 };
+
+// ldmatrix: four 8x8 b16 matrices from shared memory, lanes 8m..8m+7
+// addressing the rows of matrix m; .trans hands each lane a column pair
+// instead of a row pair (V's B fragment, k = key, from key-major rows).
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const __half* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4],
+                                                const __half* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "r"(addr));
+}
 
 template <int kKeyParts>
 constexpr int BlockRows() {
   return 16 * kWarps / kKeyParts;
 }
 
-template <int D, int kKeyParts>
+template <int D, int kKeyParts, typename KvT>
 __global__ void __launch_bounds__(kThreads, 2)
     PipelinedSplitKernel(const PipelinedSplitArgs a) {
-  using Share = StageShare<D>;
+  using Share = StageShare<D, KvT>;
   constexpr int kBlockRows = BlockRows<kKeyParts>();
   constexpr int kWarpKeys = kStageKeys / kKeyParts;  // of each stage
+  constexpr int kKStride = KStride<D, KvT>();
+  constexpr int kVStride = VStride<D, KvT>();
+  constexpr bool kF32 = std::is_same_v<KvT, float>;
+  // One extern array for every instantiation (its type must not vary); an
+  // f16 ring views it as halves.
   extern __shared__ __align__(16) float smem[];
-  int* stage_pos = reinterpret_cast<int*>(smem + kStages * StageFloats<D>());
+  KvT* const ring = reinterpret_cast<KvT*>(smem);
+  int* stage_pos =
+      reinterpret_cast<int*>(ring + kStages * StageElems<D, KvT>());
   __shared__ int block_max_pos;
+  const KvT* const k_cache = static_cast<const KvT*>(a.k);
+  const KvT* const v_cache = static_cast<const KvT*>(a.v);
 
   const int h = blockIdx.y;
   const int kvh = h / a.group;
@@ -117,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       end > begin ? (end - begin + kStageKeys - 1) / kStageKeys : 0;
 
   // Cache rows of this thread's keys of `tile` (-1: past the split).
-  const int piece = (threadIdx.x % Share::kPieces) * 4;
+  const int piece = (threadIdx.x % Share::kPieces) * Share::kPieceElems;
   const int first_row = threadIdx.x / Share::kPieces;
   int rows[Share::kRows];
   const auto fetch_rows = [&](int tile) {
@@ -132,15 +173,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   // split are zero-filled (the cache past the sequence may hold NaN).
   const auto issue = [&](int tile) {
     const int stage = tile % kStages;
-    float* ks = smem + stage * StageFloats<D>();
-    float* vs = ks + kStageKeys * KStride<D>();
+    KvT* ks = ring + stage * StageElems<D, KvT>();
+    KvT* vs = ks + kStageKeys * kKStride;
 #pragma unroll
     for (int i = 0; i < Share::kRows; ++i) {
       const int r = first_row + i * Share::kRowsPerPass;
       const int64_t off = static_cast<int64_t>(max(rows[i], 0)) * kv_stride +
                           static_cast<int64_t>(kvh) * D + piece;
-      CpAsync16(ks + r * KStride<D>() + piece, a.k + off, rows[i] >= 0);
-      CpAsync16(vs + r * VStride<D>() + piece, a.v + off, rows[i] >= 0);
+      CpAsync16(ks + r * kKStride + piece, k_cache + off, rows[i] >= 0);
+      CpAsync16(vs + r * kVStride + piece, v_cache + off, rows[i] >= 0);
       if (piece == 0) {
         stage_pos[stage * kStageKeys + r] = rows[i] >= 0 ? rows[i] : INT_MAX;
       }
@@ -161,6 +202,15 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+  // f16 stages: this lane's ldmatrix row. K (x4): key (lane & 7) of an 8-key
+  // block, columns 16s + 8 (lane >> 3), so matrices 0, 1 are step s's B
+  // fragment and 2, 3 step s + 1's. V (x4, transposed): key (lane & 15),
+  // columns 8 (lane >> 4) of a 16-key block; key (lane & 7), columns
+  // 8 (lane >> 3) with 8 keys a warp.
+  const int k_lane = (key0 + (lane & 7)) * kKStride + 8 * (lane >> 3);
+  const int v_lane = kWarpKeys == 8
+                         ? (key0 + (lane & 7)) * kVStride + 8 * (lane >> 3)
+                         : (key0 + (lane & 15)) * kVStride + 8 * (lane >> 4);
 
   for (int tile = 0; tile < tiles; ++tile) {
     CpAsyncWait<kStages - 2>();
@@ -174,8 +224,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (!active) continue;
 
     const int stage = tile % kStages;
-    const float* ks = smem + stage * StageFloats<D>();
-    const float* vs = ks + kStageKeys * KStride<D>();
+    const KvT* ks = ring + stage * StageElems<D, KvT>();
+    const KvT* vs = ks + kStageKeys * kKStride;
     const int* kpos = stage_pos + stage * kStageKeys;
 
     float sc[kWarpKeys / 8][4];
@@ -183,15 +233,27 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int j = 0; j < kWarpKeys / 8; ++j) {
       sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
     }
+    if constexpr (kF32) {
 #pragma unroll
-    for (int s = 0; s < D / 16; ++s) {
+      for (int s = 0; s < D / 16; ++s) {
 #pragma unroll
-      for (int j = 0; j < kWarpKeys / 8; ++j) {
-        const float* kr =
-            ks + (key0 + 8 * j + g) * KStride<D>() + 16 * s + 2 * t;
-        const float2 lo = *reinterpret_cast<const float2*>(kr);
-        const float2 hi = *reinterpret_cast<const float2*>(kr + 8);
-        MmaF16(sc[j], qf[s], PackHalf2(lo.x, lo.y), PackHalf2(hi.x, hi.y));
+        for (int j = 0; j < kWarpKeys / 8; ++j) {
+          const float* kr = ks + (key0 + 8 * j + g) * kKStride + 16 * s + 2 * t;
+          const float2 lo = *reinterpret_cast<const float2*>(kr);
+          const float2 hi = *reinterpret_cast<const float2*>(kr + 8);
+          MmaF16(sc[j], qf[s], PackHalf2(lo.x, lo.y), PackHalf2(hi.x, hi.y));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < D / 16; s += 2) {
+#pragma unroll
+        for (int j = 0; j < kWarpKeys / 8; ++j) {
+          uint32_t b[4];
+          LdMatrixX4(b, ks + k_lane + 8 * j * kKStride + 16 * s);
+          MmaF16(sc[j], qf[s], b[0], b[1]);
+          MmaF16(sc[j], qf[s + 1], b[2], b[3]);
+        }
       }
     }
 #pragma unroll
@@ -208,11 +270,22 @@ __global__ void __launch_bounds__(kThreads, 2)
       // Eight keys: the upper half of the k = 16 step is zero.
       const uint32_t p[4] = {PackHalf2(sc[0][0], sc[0][1]),
                              PackHalf2(sc[0][2], sc[0][3]), 0u, 0u};
-      const float* v0 = vs + (key0 + 2 * t) * VStride<D>() + g;
+      if constexpr (kF32) {
+        const float* v0 = vs + (key0 + 2 * t) * kVStride + g;
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        const float* vc = v0 + 8 * n;
-        MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]), 0u);
+        for (int n = 0; n < D / 8; ++n) {
+          const float* vc = v0 + 8 * n;
+          MmaF16(o[n], p, PackHalf2(vc[0], vc[kVStride]), 0u);
+        }
+      } else {
+        // Matrix m of an ldmatrix: the 8 keys x columns 32nn + 8m.
+#pragma unroll
+        for (int nn = 0; nn < D / 32; ++nn) {
+          uint32_t b[4];
+          LdMatrixX4Trans(b, vs + v_lane + 32 * nn);
+#pragma unroll
+          for (int m = 0; m < 4; ++m) MmaF16(o[4 * nn + m], p, b[m], 0u);
+        }
       }
     } else {
 #pragma unroll
@@ -222,14 +295,26 @@ __global__ void __launch_bounds__(kThreads, 2)
                                PackHalf2(sc[2 * i][2], sc[2 * i][3]),
                                PackHalf2(sc[2 * i + 1][0], sc[2 * i + 1][1]),
                                PackHalf2(sc[2 * i + 1][2], sc[2 * i + 1][3])};
-        // V's B fragment (k = key, n = dim): keys 16i + 2t, +1 and +8, +9
-        // of column 8n + g, packed from the f32 stage.
-        const float* v0 = vs + (key0 + 16 * i + 2 * t) * VStride<D>() + g;
+        if constexpr (kF32) {
+          // V's B fragment (k = key, n = dim): keys 16i + 2t, +1 and +8, +9
+          // of column 8n + g, packed from the f32 stage.
+          const float* v0 = vs + (key0 + 16 * i + 2 * t) * kVStride + g;
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          const float* vc = v0 + 8 * n;
-          MmaF16(o[n], p, PackHalf2(vc[0], vc[VStride<D>()]),
-                 PackHalf2(vc[8 * VStride<D>()], vc[9 * VStride<D>()]));
+          for (int n = 0; n < D / 8; ++n) {
+            const float* vc = v0 + 8 * n;
+            MmaF16(o[n], p, PackHalf2(vc[0], vc[kVStride]),
+                   PackHalf2(vc[8 * kVStride], vc[9 * kVStride]));
+          }
+        } else {
+          // Matrices (keys 0-7 | 8-15) x (columns 16nn | 16nn + 8): the
+          // B fragments of output blocks 2nn and 2nn + 1.
+#pragma unroll
+          for (int nn = 0; nn < D / 16; ++nn) {
+            uint32_t b[4];
+            LdMatrixX4Trans(b, vs + v_lane + 16 * i * kVStride + 16 * nn);
+            MmaF16(o[2 * nn], p, b[0], b[1]);
+            MmaF16(o[2 * nn + 1], p, b[2], b[3]);
+          }
         }
       }
     }
@@ -246,6 +331,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     // through the idle ring, lane for lane (same fragment layout):
     // [warp][value][lane], value 0-3 m_a, m_b, l_a, l_b, then o.
     constexpr int kValues = 4 + D / 2;
+    static_assert(kWarps * kValues * 32 * static_cast<int>(sizeof(float)) <=
+                  RingBytes<D, KvT>());
     __syncthreads();  // every warp is done with the ring
     float* mine = smem + warp * kValues * 32 + lane;
     if (part != 0) {
@@ -295,21 +382,21 @@ __global__ void __launch_bounds__(kThreads, 2)
   write(row_b, m_b, l_b, 2);
 }
 
-template <int D, int kKeyParts>
+template <int D, int kKeyParts, typename KvT>
 absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
-  constexpr int kSmem = SmemBytes<D>();
+  constexpr int kSmem = SmemBytes<D, KvT>();
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
     attr_error = cudaFuncSetAttribute(
-        PipelinedSplitKernel<D, kKeyParts>,
+        PipelinedSplitKernel<D, kKeyParts, KvT>,
         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   });
   DS_CUDA_RETURN_IF_ERROR(attr_error);
   const dim3 grid(static_cast<unsigned>(CeilDiv(a.n, BlockRows<kKeyParts>())),
                   static_cast<unsigned>(a.heads),
                   static_cast<unsigned>(a.splits));
-  PipelinedSplitKernel<D, kKeyParts>
+  PipelinedSplitKernel<D, kKeyParts, KvT>
       <<<grid, kThreads, kSmem, ctx.stream()>>>(a);
   return LastLaunchStatus("PipelinedSplitKernel");
 }
@@ -317,16 +404,22 @@ absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
 // The key parts for n rows: every warp gets rows to compute.
 int KeyParts(int64_t n) { return n <= 16 ? 4 : n <= 32 ? 2 : 1; }
 
-template <int D>
+template <int D, typename KvT>
 absl::Status LaunchForRows(DeviceContext& ctx, const PipelinedSplitArgs& a) {
   switch (KeyParts(a.n)) {
     case 4:
-      return Launch<D, 4>(ctx, a);
+      return Launch<D, 4, KvT>(ctx, a);
     case 2:
-      return Launch<D, 2>(ctx, a);
+      return Launch<D, 2, KvT>(ctx, a);
     default:
-      return Launch<D, 1>(ctx, a);
+      return Launch<D, 1, KvT>(ctx, a);
   }
+}
+
+template <typename KvT>
+absl::Status LaunchForHeadDim(DeviceContext& ctx, const PipelinedSplitArgs& a) {
+  return a.head_dim == 64 ? LaunchForRows<64, KvT>(ctx, a)
+                          : LaunchForRows<128, KvT>(ctx, a);
 }
 
 }  // namespace
@@ -353,8 +446,8 @@ absl::Status PipelinedSplitAttention(DeviceContext& ctx,
     }
   }
   if (args.n == 0) return absl::OkStatus();
-  return args.head_dim == 64 ? LaunchForRows<64>(ctx, args)
-                             : LaunchForRows<128>(ctx, args);
+  return args.kv_half ? LaunchForHeadDim<__half>(ctx, args)
+                      : LaunchForHeadDim<float>(ctx, args);
 }
 
 int64_t PipelinedSplitCount(int64_t rows, int64_t heads, int64_t max_keys,

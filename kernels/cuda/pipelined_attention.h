@@ -8,9 +8,10 @@
 // three blocks per SM compute, and the f32 cache ran at about half the
 // bandwidth a one-row decode reaches (h200_run71: 60-120 us a layer more than
 // the same rows over a quarter of the keys). Here cp.async streams 32-key
-// stages of f32 K and V into a three-stage ring, so loads for the next tiles
-// are in flight during the mma work, and the fragments are packed to f16
-// straight from the f32 stages (no second staging pass).
+// stages of K and V into a three-stage ring, so loads for the next tiles are
+// in flight during the mma work. The stages hold the cache's elements as
+// they are (no second staging pass): an f32 cache's are packed to f16
+// fragments by the warps, an f16 cache's go to the tensor cores unchanged.
 //
 // Output: one partial per (row, head, split) in the layout of DecodeAttention's
 // chunk entries (max, sum, then head_dim weighted values), which
@@ -27,8 +28,9 @@ namespace dynsparse::cuda {
 
 struct PipelinedSplitArgs {
   const float* q = nullptr;  // [n, heads * head_dim]
-  const float* k = nullptr;  // [capacity, kv_heads * head_dim]
-  const float* v = nullptr;
+  const void* k = nullptr;   // [capacity, kv_heads * head_dim], f32 or f16
+  const void* v = nullptr;
+  bool kv_half = false;                // k and v are f16 (__half), else f32
   const int32_t* positions = nullptr;  // device i32 [n]
   // Ascending cache rows of the keys (device i32 [max_keys]); null: key j is
   // cache row j. Key j is visible to row i iff its row <= positions[i].

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/rope.h"
 
 namespace dynsparse::cuda {
@@ -51,15 +52,16 @@ __global__ void RopeKernel(float* x, const int32_t* positions,
 // kUnitsPerBlock units so a decode step's single row still spreads over
 // ~(q_heads + 2 kv_heads) / 4 blocks. Angles and rotation use the same
 // intrinsics as RopeKernel, so the values are bit-identical to ApplyRope
-// followed by two cache writes. Without inv_freq (no RoPE) the q units are
-// skipped and k/v are only copied.
+// followed by two cache writes (an f16 cache: rounded to nearest once).
+// Without inv_freq (no RoPE) the q units are skipped and k/v are only copied.
 constexpr int kUnitsPerBlock = 4;
 
+template <typename KvT>
 __global__ void RopeWriteKvKernel(float* q, float* k, const float* v,
                                   const int32_t* positions,
                                   const float* inv_freq, int q_heads,
-                                  int kv_heads, int64_t half, float* k_cache,
-                                  float* v_cache) {
+                                  int kv_heads, int64_t half, KvT* k_cache,
+                                  KvT* v_cache) {
   PdlWait();
   extern __shared__ float table[];  // cos [half], then sin [half].
   float* cos_t = table;
@@ -90,7 +92,7 @@ __global__ void RopeWriteKvKernel(float* q, float* k, const float* v,
     const int u = u0 + static_cast<int>(idx / half);
     const int64_t i = idx % half;
     float* p;
-    float* dst = nullptr;
+    KvT* dst = nullptr;
     bool turn = rotate;
     if (u < q_heads) {
       p = q + row * q_row + u * head_dim;
@@ -114,8 +116,8 @@ __global__ void RopeWriteKvKernel(float* q, float* k, const float* v,
       p[i + half] = b;
     }
     if (dst != nullptr) {
-      dst[i] = a;
-      dst[i + half] = b;
+      KvStore(dst + i, a);
+      KvStore(dst + i + half, b);
     }
   }
 }
@@ -167,11 +169,13 @@ absl::Status RopeWriteKv(DeviceContext& ctx, const Tensor& inv_freq,
   }
   for (const Tensor* cache : {k_cache, v_cache}) {
     RETURN_IF_ERROR(CheckOnDevice(*cache, "KV cache"));
-    if (cache->dtype() != DType::kF32 || cache->rank() != 2 ||
-        cache->dim(1) != kv_heads * head_dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("RopeWriteKv cache must be f32 [capacity, ",
-                       kv_heads * head_dim, "], got ", cache->DebugString()));
+    RETURN_IF_ERROR(CheckKvDtype(*cache, "RopeWriteKv"));
+    if (cache->rank() != 2 || cache->dim(1) != kv_heads * head_dim ||
+        cache->dtype() != k_cache->dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RopeWriteKv caches must be [capacity, ", kv_heads * head_dim,
+          "] of one dtype, got ", k_cache->DebugString(), " and ",
+          v_cache->DebugString()));
     }
   }
   const size_t smem = rotate ? 2 * half * sizeof(float) : 0;
@@ -183,14 +187,17 @@ absl::Status RopeWriteKv(DeviceContext& ctx, const Tensor& inv_freq,
   if (n > 0x7fffffff) return absl::InvalidArgumentError("too many rows");
   const int64_t units = (rotate ? q_heads : 0) + 2 * kv_heads;
   RETURN_IF_ERROR(ctx.Activate());
-  LaunchKernel(ctx.programmatic_launch(), RopeWriteKvKernel,
-               dim3(static_cast<unsigned>(n),
-                    static_cast<unsigned>(CeilDiv(units, kUnitsPerBlock))),
-               dim3(kRopeThreads), smem, ctx.stream(), q->data<float>(),
-               k->data<float>(), v.data<float>(), positions.data<int32_t>(),
-               rotate ? inv_freq.data<float>() : nullptr,
-               static_cast<int>(q_heads), static_cast<int>(kv_heads), half,
-               k_cache->data<float>(), v_cache->data<float>());
+  DispatchKv(*k_cache, [&](auto kv) {
+    using KvT = decltype(kv);
+    LaunchKernel(ctx.programmatic_launch(), RopeWriteKvKernel<KvT>,
+                 dim3(static_cast<unsigned>(n),
+                      static_cast<unsigned>(CeilDiv(units, kUnitsPerBlock))),
+                 dim3(kRopeThreads), smem, ctx.stream(), q->data<float>(),
+                 k->data<float>(), v.data<float>(), positions.data<int32_t>(),
+                 rotate ? inv_freq.data<float>() : nullptr,
+                 static_cast<int>(q_heads), static_cast<int>(kv_heads), half,
+                 k_cache->data<KvT>(), v_cache->data<KvT>());
+  });
   return LastLaunchStatus("RopeWriteKvKernel");
 }
 

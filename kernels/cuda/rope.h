@@ -30,8 +30,9 @@ absl::Status ApplyRope(DeviceContext& ctx, const Tensor& inv_freq,
 // and k, then two cache writes): rotates q (f32 [n, q_heads * head_dim]) and
 // k (f32 [n, kv_heads * head_dim]) in place as ApplyRope does, then writes k
 // and v (same shape as k) into rows positions[i] of k_cache and v_cache (f32
-// [capacity, kv_heads * head_dim]). An empty inv_freq means no RoPE (OPT):
-// q is left alone and k, v are only copied. Bit-identical to the unfused ops.
+// or f16, both the same, [capacity, kv_heads * head_dim]; f16 rows are the
+// f32 values rounded to nearest). An empty inv_freq means no RoPE (OPT): q is
+// left alone and k, v are only copied. Bit-identical to the unfused ops.
 absl::Status RopeWriteKv(DeviceContext& ctx, const Tensor& inv_freq,
                          const Tensor& positions, int64_t q_heads,
                          int64_t kv_heads, int64_t head_dim, Tensor* q,

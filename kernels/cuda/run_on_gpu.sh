@@ -318,7 +318,8 @@ LIST
   python3 - "$OUT/bench.jsonl" <<'PY' | tee -a "$OUT/bench.log"
 import json, sys
 print(f"{'model':22s} {'b':>2s} {'prompt':>6s} {'ttft ms':>9s} {'TFLOP/s':>8s} "
-      f"{'dec ms':>8s} {'p10':>7s} {'p90':>7s} {'floor':>7s} {'x floor':>7s} {'GB/s':>7s}")
+      f"{'dec ms':>8s} {'p10':>7s} {'p90':>7s} {'floor':>7s} {'x floor':>7s} {'GB/s':>7s} "
+      f"{'kv':>4s} method")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     graphs = "" if "CUDA graphs" in r["backend"] else " (eager)"
@@ -330,7 +331,7 @@ for line in open(sys.argv[1]):
     print(f"{r['model'][7:]+graphs:22s} {r['batch']:2d} {r['prompt']:6d} {r['ttft_ms']:9.2f} "
           f"{r['prefill_tflops']:8.1f} {r['decode_ms_median']:8.3f} {r['decode_ms_p10']:7.3f} "
           f"{r['decode_ms_p90']:7.3f} {r['floor_ms']:7.3f} {r['floor_ratio']:7.3f} "
-          f"{r['achieved_gbps']:7.0f}")
+          f"{r['achieved_gbps']:7.0f} {r.get('kv_dtype', '?'):>4s} {r['method']}")
 PY
   echo "model benchmark took $((SECONDS - start)) s"
 fi

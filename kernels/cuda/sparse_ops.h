@@ -81,8 +81,10 @@ struct DeviceLazyKvArgs {
   const Tensor* bv = nullptr;
   const float* inv_freq = nullptr;  // [head_dim / 2] or null (no RoPE)
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, hidden = 0;
-  float* k_cache = nullptr;  // [capacity, kv_heads * head_dim]
-  float* v_cache = nullptr;
+  // f32 or f16 (both the same) [capacity, kv_heads * head_dim]; f16 rows
+  // hold the f32 results rounded to nearest once.
+  Tensor* k_cache = nullptr;
+  Tensor* v_cache = nullptr;
   // f16 weights (head_dim % 16 == 0, hidden % 256 == 0): K/V on tensor
   // cores, up to 8 tokens a weight read (lazy_kv_mma.cu). Otherwise, and
   // when false, on CUDA cores, where a warp computes rows_per_warp rows of
@@ -94,7 +96,8 @@ struct DeviceLazyKvArgs {
   int mma_blocks_per_sm = 0;
 };
 // Backend::LazyKv: K/V of pending ring slots for active kv heads (one
-// kernel), then RoPE of those K rows and the ring bookkeeping (a second).
+// kernel), then RoPE of those K rows (f32 caches; an f16 cache gets its K
+// rotated before the one rounding store) and the ring bookkeeping (a second).
 absl::Status LazyKvDevice(DeviceContext& ctx, const DeviceLazyKvArgs& args);
 
 }  // namespace dynsparse::cuda

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/token_ops.h"
 
 namespace dynsparse::cuda {
@@ -28,7 +29,8 @@ __global__ void CopyRowsKernel(const float* src, const int32_t* src_rows,
 }
 
 // scores[h, j] = scale * q_h . k_{key_rows[j], h / group}; a warp per key.
-__global__ void ProbeScoresKernel(const float* q, const float* k,
+template <typename KvT>
+__global__ void ProbeScoresKernel(const float* q, const KvT* k,
                                   const int32_t* key_rows, int num_keys,
                                   int group, int head_dim, int64_t kv_stride,
                                   float scale, float* scores) {
@@ -38,10 +40,10 @@ __global__ void ProbeScoresKernel(const float* q, const float* k,
   const int j = blockIdx.x * (kThreads / 32) + warp;
   if (j >= num_keys) return;
   const float* qh = q + static_cast<int64_t>(h) * head_dim;
-  const float* kj = k + static_cast<int64_t>(key_rows[j]) * kv_stride +
-                    static_cast<int64_t>(h / group) * head_dim;
+  const KvT* kj = k + static_cast<int64_t>(key_rows[j]) * kv_stride +
+                  static_cast<int64_t>(h / group) * head_dim;
   float dot = 0.f;
-  for (int d = lane; d < head_dim; d += 32) dot += qh[d] * kj[d];
+  for (int d = lane; d < head_dim; d += 32) dot += qh[d] * KvLoad(kj + d);
   dot = WarpSum(dot);
   if (lane == 0) scores[static_cast<int64_t>(h) * num_keys + j] = dot * scale;
 }
@@ -121,6 +123,10 @@ absl::Status LastQueryAttentionDevice(DeviceContext& ctx,
       a.num_heads % a.num_kv_heads != 0 || a.out->numel() != a.num_keys) {
     return absl::InvalidArgumentError("LastQueryAttention: bad arguments");
   }
+  if (absl::Status s = CheckKvDtype(*a.k_cache, "LastQueryAttention");
+      !s.ok()) {
+    return s;
+  }
   if (a.num_keys == 0) return absl::OkStatus();
   const int nk = static_cast<int>(a.num_keys);
   const int heads = static_cast<int>(a.num_heads);
@@ -128,11 +134,14 @@ absl::Status LastQueryAttentionDevice(DeviceContext& ctx,
   float* stats = scratch + a.num_heads * a.num_keys;
   const dim3 grid(static_cast<unsigned>(CeilDiv(nk, kThreads / 32)),
                   static_cast<unsigned>(heads));
-  ProbeScoresKernel<<<grid, kThreads, 0, ctx.stream()>>>(
-      a.q->data<float>(), a.k_cache->data<float>(), a.key_rows, nk,
-      static_cast<int>(a.num_heads / a.num_kv_heads),
-      static_cast<int>(a.head_dim), a.num_kv_heads * a.head_dim, a.scale,
-      scores);
+  DispatchKv(*a.k_cache, [&](auto kv) {
+    using KvT = decltype(kv);
+    ProbeScoresKernel<KvT><<<grid, kThreads, 0, ctx.stream()>>>(
+        a.q->data<float>(), a.k_cache->data<KvT>(), a.key_rows, nk,
+        static_cast<int>(a.num_heads / a.num_kv_heads),
+        static_cast<int>(a.head_dim), a.num_kv_heads * a.head_dim, a.scale,
+        scores);
+  });
   if (absl::Status s = LastLaunchStatus("ProbeScoresKernel"); !s.ok()) {
     return s;
   }

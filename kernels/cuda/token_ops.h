@@ -23,7 +23,7 @@ absl::Status CopyRowsDevice(DeviceContext& ctx, const Tensor& src,
 
 struct DeviceLastQueryArgs {
   const Tensor* q = nullptr;        // f32 [1, heads * head_dim]
-  const Tensor* k_cache = nullptr;  // f32 [capacity, kv_heads * head_dim]
+  const Tensor* k_cache = nullptr;  // f32/f16 [capacity, kv_heads * head_dim]
   const int32_t* key_rows = nullptr;
   int64_t num_keys = 0;
   int64_t num_heads = 0;

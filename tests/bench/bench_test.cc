@@ -61,9 +61,10 @@ TEST(BenchTest, ReportsStableKeysAndConsistentNumbers) {
   for (const char* key :
        {"model", "device", "dtype", "batch", "prompt", "ttft_ms",
         "decode_ms_median", "decode_ms_p10", "decode_ms_p90", "achieved_gbps",
-        "floor_ms", "git_sha"}) {
+        "floor_ms", "git_sha", "kv_dtype"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  EXPECT_EQ(j["kv_dtype"], "f32");  // The CPU backend's cache.
   EXPECT_FALSE(j["git_sha"].get<std::string>().empty());
   EXPECT_EQ(j["decode_ms_steps"].get<std::vector<double>>(), r->decode_ms);
 }
@@ -75,11 +76,15 @@ TEST(BenchTest, BytesPerStepCountsWeightsOnceAndTheCache) {
   const int64_t embedding = config.vocab_size * config.embed_dim();
   const double weight_bytes =
       2.0 * static_cast<double>(config.ParameterCount() - embedding);
-  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 0), weight_bytes);
+  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 0, DType::kF32),
+                   weight_bytes);
   const double cache = 2.0 * 4.0 * static_cast<double>(config.num_layers) *
                        static_cast<double>(config.kv_dim()) * 100.0;
-  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 100),
+  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 100, DType::kF32),
                    weight_bytes + cache);
+  // An f16 cache is half the bytes.
+  EXPECT_DOUBLE_EQ(DecodeBytesPerStep(config, weights, 100, DType::kF16),
+                   weight_bytes + cache / 2);
 }
 
 TEST(BenchTest, BatchRunsThatManyRowsPerStep) {

@@ -1,14 +1,21 @@
 // The CUDA attention kernels against kernels/cpu's reference attention:
 // prefill (flash tiling) and decode (split-K) with GQA, head dims that need
 // padding, query tiles that end mid-tile and caches longer than the keys;
-// and the decode step fused with its RoPE + KV-cache write (new row).
+// head subsets; and the decode step fused with its RoPE + KV-cache write
+// (new row). Each on an f32 and an f16 KV cache (the CPU reference reads the
+// f16-rounded values as f32, so the tolerances are the same). Key lists:
+// token_ops_test.cc.
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/rope.h"
@@ -17,6 +24,15 @@
 
 namespace dynsparse::cuda {
 namespace {
+
+// The KV cache element types every test runs on.
+const auto kKvDtypes = ::testing::Values(DType::kF32, DType::kF16);
+
+// "<case index>_<cache dtype>" for tests parameterised by (case, dtype).
+template <typename Param>
+std::string CaseAndDtype(const ::testing::TestParamInfo<Param>& info) {
+  return absl::StrCat(info.index, "_", DTypeName(std::get<1>(info.param)));
+}
 
 struct Case {
   int64_t n;         // query rows
@@ -27,23 +43,27 @@ struct Case {
   int64_t head_dim;
 };
 
-class AttentionTest : public testutil::CudaTest,
-                      public ::testing::WithParamInterface<Case> {};
+class AttentionTest
+    : public testutil::CudaTest,
+      public ::testing::WithParamInterface<std::tuple<Case, DType>> {};
 
 TEST_P(AttentionTest, MatchesCpuReference) {
-  const Case c = GetParam();
+  const auto [c, kv_dtype] = GetParam();
   const int64_t keys = c.start + c.n;
   ASSERT_LE(keys, c.capacity);
   const Tensor q = RandomHost({c.n, c.heads * c.head_dim});
-  const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
-  const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
+  const Tensor k = testutil::AsStored(
+      RandomHost({c.capacity, c.kv_heads * c.head_dim}), kv_dtype);
+  const Tensor v = testutil::AsStored(
+      RandomHost({c.capacity, c.kv_heads * c.head_dim}), kv_dtype);
   std::vector<int32_t> positions(c.n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
 
   const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
                                             c.heads, c.kv_heads, c.head_dim);
 
-  const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
+  const Tensor dq = Upload(q), dk = Upload(k.ConvertTo(kv_dtype)),
+               dv = Upload(v.ConvertTo(kv_dtype));
   const Tensor dpos =
       Upload(Tensor::FromI32(positions, {static_cast<int64_t>(c.n)}));
   DeviceAttentionArgs args =
@@ -101,40 +121,46 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   args.counters = nullptr;
   std::cout << "n=" << c.n << " start=" << c.start << " heads=" << c.heads
             << "/" << c.kv_heads << " d=" << c.head_dim
-            << " prefill err=" << prefill_err << " decode err=" << decode_err
-            << "\n";
+            << " kv=" << DTypeName(kv_dtype) << " prefill err=" << prefill_err
+            << " decode err=" << decode_err << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionTest,
-    ::testing::Values(Case{1, 0, 8, 4, 4, 16},         // first token
-                      Case{1, 200, 300, 32, 32, 128},  // decode, MHA
-                      Case{3, 77, 100, 8, 2, 64},      // few rows, GQA
-                      Case{100, 0, 128, 8, 2, 16},     // prefill, pad d
-                      Case{130, 20, 160, 4, 1, 128},   // tile tail, offset
-                      Case{70, 0, 70, 2, 2, 256},      // largest head dim
-                      Case{65, 5, 80, 3, 3, 40}));     // odd head dim
+    ::testing::Combine(
+        ::testing::Values(Case{1, 0, 8, 4, 4, 16},         // first token
+                          Case{1, 200, 300, 32, 32, 128},  // decode, MHA
+                          Case{3, 77, 100, 8, 2, 64},      // few rows, GQA
+                          Case{100, 0, 128, 8, 2, 16},     // prefill, pad d
+                          Case{130, 20, 160, 4, 1, 128},   // tile tail, offset
+                          Case{70, 0, 70, 2, 2, 256},      // largest head dim
+                          Case{65, 5, 80, 3, 3, 40}),      // odd head dim
+        kKvDtypes),
+    CaseAndDtype<AttentionTest::ParamType>);
 
 // The tensor-core prefill rounds q, k and v to f16 (2^-11 relative), so it
 // is held to 3e-3 instead of 1e-5.
-class TensorCoreAttentionTest : public testutil::CudaTest,
-                                public ::testing::WithParamInterface<Case> {};
+class TensorCoreAttentionTest
+    : public testutil::CudaTest,
+      public ::testing::WithParamInterface<std::tuple<Case, DType>> {};
 
 TEST_P(TensorCoreAttentionTest, MatchesCpuReference) {
-  const Case c = GetParam();
+  const auto [c, kv_dtype] = GetParam();
   const int64_t keys = c.start + c.n;
   const Tensor q = RandomHost({c.n, c.heads * c.head_dim});
-  const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
-  const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
+  const Tensor k = testutil::AsStored(
+      RandomHost({c.capacity, c.kv_heads * c.head_dim}), kv_dtype);
+  const Tensor v = testutil::AsStored(
+      RandomHost({c.capacity, c.kv_heads * c.head_dim}), kv_dtype);
   std::vector<int32_t> positions(c.n);
   std::iota(positions.begin(), positions.end(), static_cast<int32_t>(c.start));
   const Tensor ref = testutil::CpuAttention(q, k, v, keys, positions, {},
                                             c.heads, c.kv_heads, c.head_dim);
 
-  const Tensor dq = Upload(q), dv = Upload(v);
+  const Tensor dq = Upload(q), dv = Upload(v.ConvertTo(kv_dtype));
   // Rows past the sequence hold NaN, as a recycled cache may: they must not
   // leak into the result.
-  Tensor dk = Upload(k);
+  Tensor dk = Upload(k.ConvertTo(kv_dtype));
   if (keys < c.capacity) {
     Tensor tail = dk.Rows(keys, c.capacity);
     ASSERT_TRUE(FillBytes(ctx(), 0xFF, &tail).ok());
@@ -149,15 +175,115 @@ TEST_P(TensorCoreAttentionTest, MatchesCpuReference) {
   ASSERT_TRUE(PrefillAttention(ctx(), args, keys).ok());
   const double err = testutil::RelativeError(Download(out), ref.ToF32Vector());
   EXPECT_LT(err, 3e-3) << SeedMessage();
-  std::cout << "tensor cores n=" << c.n << " d=" << c.head_dim << " err=" << err
-            << "\n";
+  std::cout << "tensor cores n=" << c.n << " d=" << c.head_dim
+            << " kv=" << DTypeName(kv_dtype) << " err=" << err << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, TensorCoreAttentionTest,
-                         ::testing::Values(Case{300, 0, 320, 8, 2, 128},
-                                           Case{130, 20, 200, 4, 4, 64},
-                                           Case{64, 0, 64, 2, 1, 128},
-                                           Case{1000, 24, 1100, 4, 2, 128}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TensorCoreAttentionTest,
+    ::testing::Combine(::testing::Values(Case{300, 0, 320, 8, 2, 128},
+                                         Case{130, 20, 200, 4, 4, 64},
+                                         Case{64, 0, 64, 2, 1, 128},
+                                         Case{1000, 24, 1100, 4, 2, 128}),
+                       kKvDtypes),
+    CaseAndDtype<TensorCoreAttentionTest::ParamType>);
+
+// Head-subset decode (DejaVu): row r attends with `heads` compact heads,
+// compact head j being query head head_ids[r * heads + j] of the model's
+// `model_heads`, which reads kv head head_ids / (model_heads / kv_heads).
+// Rows sit at different positions. The reference: one single-head CPU
+// attention per (row, compact head).
+struct HeadSubsetCase {
+  int64_t capacity;
+  int64_t rows;  // <= 8 (head ids are decode only)
+  int64_t model_heads;
+  int64_t kv_heads;
+  int64_t heads;  // compact heads per row
+  int64_t head_dim;
+};
+
+class HeadSubsetAttentionTest
+    : public testutil::CudaTest,
+      public ::testing::WithParamInterface<std::tuple<HeadSubsetCase, DType>> {
+};
+
+TEST_P(HeadSubsetAttentionTest, MatchesCpuReference) {
+  const auto [c, kv_dtype] = GetParam();
+  const int64_t hd = c.head_dim, group = c.model_heads / c.kv_heads;
+  std::vector<int32_t> ids, positions;
+  for (int64_t r = 0; r < c.rows; ++r) {
+    std::vector<int32_t> all(c.model_heads);
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng_);
+    ids.insert(ids.end(), all.begin(), all.begin() + c.heads);
+    positions.push_back(static_cast<int32_t>(c.capacity - 1 - 7 * r));
+  }
+  const Tensor q = RandomHost({c.rows, c.heads * hd});
+  const Tensor k =
+      testutil::AsStored(RandomHost({c.capacity, c.kv_heads * hd}), kv_dtype);
+  const Tensor v =
+      testutil::AsStored(RandomHost({c.capacity, c.kv_heads * hd}), kv_dtype);
+
+  // The columns of one head: [rows of x, hd].
+  const auto head_columns = [hd](const std::vector<float>& x, int64_t rows,
+                                 int64_t width, int64_t head) {
+    std::vector<float> out(rows * hd);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(x.begin() + r * width + head * hd, hd, out.begin() + r * hd);
+    }
+    return Tensor::FromF32(out, {rows, hd});
+  };
+  const std::vector<float> qv = q.ToF32Vector(), kv = k.ToF32Vector(),
+                           vv = v.ToF32Vector();
+  std::vector<float> ref(c.rows * c.heads * hd);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t j = 0; j < c.heads; ++j) {
+      const int64_t kvh = ids[r * c.heads + j] / group;
+      const Tensor qh =
+          head_columns(std::vector<float>(qv.begin() + r * c.heads * hd,
+                                          qv.begin() + (r + 1) * c.heads * hd),
+                       1, c.heads * hd, j);
+      const Tensor out = testutil::CpuAttention(
+          qh, head_columns(kv, c.capacity, c.kv_heads * hd, kvh),
+          head_columns(vv, c.capacity, c.kv_heads * hd, kvh), positions[r] + 1,
+          {positions[r]}, {}, 1, 1, hd);
+      const std::vector<float> o = out.ToF32Vector();
+      std::copy(o.begin(), o.end(), ref.begin() + (r * c.heads + j) * hd);
+    }
+  }
+
+  const Tensor dq = Upload(q), dk = Upload(k.ConvertTo(kv_dtype)),
+               dv = Upload(v.ConvertTo(kv_dtype));
+  const Tensor dpos = Upload(Tensor::FromI32(positions, {c.rows}));
+  const Tensor dids = Upload(Tensor::FromI32(ids, {c.rows, c.heads}));
+  DeviceAttentionArgs args =
+      testutil::DeviceArgs(dq, dk, dv, dpos, c.heads, c.kv_heads, hd);
+  args.head_ids = dids.data<int32_t>();
+  args.head_group = group;
+  Tensor scratch =
+      PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+  absl::StatusOr<Tensor> counters =
+      AllocateDevice(ctx(), DType::kI32, {DecodeAttentionCounters(args)});
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
+  for (const bool merge_in_kernel : {false, true, true}) {
+    Tensor out = PoisonedDevice(DType::kF32, {c.rows, c.heads * hd});
+    args.out = &out;
+    args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
+    ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+    EXPECT_LT(testutil::RelativeError(Download(out), ref), 1e-5)
+        << "merge in kernel " << merge_in_kernel << " " << SeedMessage();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, HeadSubsetAttentionTest,
+    ::testing::Combine(
+        ::testing::Values(HeadSubsetCase{300, 1, 32, 32, 8, 128},  // MHA
+                          HeadSubsetCase{200, 3, 16, 4, 6, 64},    // GQA
+                          HeadSubsetCase{100, 2, 8, 2, 3, 40}),    // pad d
+        kKvDtypes),
+    CaseAndDtype<HeadSubsetAttentionTest::ParamType>);
 
 // Splits only when the (tile, head) grid leaves SMs idle, never into more
 // splits than key tiles.
@@ -177,7 +303,9 @@ TEST(PrefillKeySplitsTest, SplitsOnlySmallGrids) {
 // (RoPE angles in double on the CPU, sincosf on the GPU: 1e-5 as in
 // fused_ops_test.cc), and bit for bit against the CUDA RopeWriteKv followed
 // by DecodeAttention. Cache rows from the new row's position on hold NaN:
-// the kernel must not read them (the new row comes from registers).
+// the kernel must not read them (the new row comes from registers). On an
+// f16 cache the new key and value are rounded where they are written, and
+// the fused attention must use the rounded ones.
 struct NewRowCase {
   int64_t capacity;
   int64_t pos;  // the new row's position = keys before it
@@ -187,18 +315,22 @@ struct NewRowCase {
   bool rope;
 };
 
-class DecodeNewRowTest : public testutil::CudaTest,
-                         public ::testing::WithParamInterface<NewRowCase> {};
+class DecodeNewRowTest
+    : public testutil::CudaTest,
+      public ::testing::WithParamInterface<std::tuple<NewRowCase, DType>> {};
 
 TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
-  const NewRowCase c = GetParam();
+  const auto [c, kv_dtype] = GetParam();
+  const bool f16 = kv_dtype == DType::kF16;
   const int64_t qd = c.heads * c.head_dim, kvd = c.kv_heads * c.head_dim;
   const std::vector<int32_t> positions = {static_cast<int32_t>(c.pos)};
   const Tensor q = RandomHost({1, qd});
   const Tensor k = RandomHost({1, kvd});
   const Tensor v = RandomHost({1, kvd});
-  Tensor k_cache = RandomHost({c.capacity, kvd});
-  Tensor v_cache = RandomHost({c.capacity, kvd});
+  const Tensor k_cache =
+      testutil::AsStored(RandomHost({c.capacity, kvd}), kv_dtype);
+  const Tensor v_cache =
+      testutil::AsStored(RandomHost({c.capacity, kvd}), kv_dtype);
   RopeTable table;
   table.head_dim = c.head_dim;
   for (int64_t i = 0; c.rope && i < c.head_dim / 2; ++i) {
@@ -218,13 +350,12 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
   Tensor vc_ref = Tensor::FromF32(v_cache.ToF32Vector(), v_cache.shape());
   cpu::WriteRows(k_ref, positions, &kc_ref);
   cpu::WriteRows(v, positions, &vc_ref);
-  const Tensor ref =
-      testutil::CpuAttention(q_ref, kc_ref, vc_ref, c.pos + 1, positions, {},
-                             c.heads, c.kv_heads, c.head_dim);
+  kc_ref = testutil::AsStored(kc_ref, kv_dtype);  // f16: row pos rounded
+  vc_ref = testutil::AsStored(vc_ref, kv_dtype);
 
   // Device caches: rows pos.. poisoned (the fused kernel overwrites row pos).
   const auto upload_poisoned = [&](const Tensor& host) {
-    Tensor t = Upload(host);
+    Tensor t = Upload(host.ConvertTo(kv_dtype));
     Tensor tail = t.Rows(c.pos, c.capacity);
     EXPECT_TRUE(FillBytes(ctx(), 0xFF, &tail).ok());
     return t;
@@ -264,6 +395,14 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
       PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
   ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
 
+  // The reference attends to the CPU's caches; on f16 to the rows RopeWriteKv
+  // wrote (checked against the CPU's below), since a rotated key element the
+  // GPU (sincosf) and the CPU (double) round to neighbouring f16 values would
+  // move it by more than 1e-5.
+  const Tensor ref = testutil::CpuAttention(
+      q_ref, f16 ? Tensor::FromF32(Download(kc1), kc_ref.shape()) : kc_ref,
+      vc_ref, c.pos + 1, positions, {}, c.heads, c.kv_heads, c.head_dim);
+
   // Fused, twice (the counters reset themselves).
   const Tensor q2 = Upload(q), k2 = Upload(k);
   Tensor kc2 = upload_poisoned(k_cache), vc2 = upload_poisoned(v_cache);
@@ -289,7 +428,7 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
     if (run == 0) {
       std::cout << "new row pos=" << c.pos << " heads=" << c.heads << "/"
                 << c.kv_heads << " d=" << c.head_dim << " rope=" << c.rope
-                << " err=" << err << "\n";
+                << " kv=" << DTypeName(kv_dtype) << " err=" << err << "\n";
     }
   }
   absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
@@ -297,7 +436,8 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
   const int32_t* ints = host->data<int32_t>();
   EXPECT_EQ(std::count(ints, ints + c.heads, 0), c.heads);
   // The caches: row pos written as RopeWriteKv writes it, the rows before it
-  // untouched, the rows after it still poisoned.
+  // untouched, the rows after it still poisoned. On f16 the CPU's rotated
+  // key may round to a neighbouring value (2^-11 relative).
   const std::vector<float> kc2_host = Download(kc2), vc2_host = Download(vc2);
   const size_t written = static_cast<size_t>((c.pos + 1) * kvd);
   const auto prefix = [written](const std::vector<float>& x) {
@@ -310,7 +450,7 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
           std::vector<float>(kc2_host.begin(), kc2_host.begin() + written),
           std::vector<float>(kc_ref.data<float>(),
                              kc_ref.data<float>() + written)),
-      1e-5);
+      f16 ? 1e-3 : 1e-5);
   EXPECT_EQ(
       std::vector<float>(vc2_host.begin(), vc2_host.begin() + written),
       std::vector<float>(vc_ref.data<float>(), vc_ref.data<float>() + written));
@@ -321,25 +461,31 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, DecodeNewRowTest,
-    ::testing::Values(NewRowCase{300, 128, 32, 32, 128, true},  // Llama-2-7B
-                      NewRowCase{64, 0, 8, 2, 64, true},     // first token, GQA
-                      NewRowCase{200, 63, 8, 2, 128, true},  // chunk's end
-                      NewRowCase{200, 64, 4, 1, 128, true},  // chunk's start
-                      NewRowCase{100, 70, 12, 12, 64, false},  // OPT: no RoPE
-                      NewRowCase{60, 20, 4, 2, 40, true},      // padded dims
-                      NewRowCase{50, 33, 3, 1, 6, false},      // tiny heads
-                      NewRowCase{30, 5, 4, 1, 16, true},       // D = 32
-                      NewRowCase{40, 10, 2, 2, 256, true},     // widest
-                      NewRowCase{4500, 4200, 8, 2, 128, true}));  // long
+    ::testing::Combine(
+        ::testing::Values(
+            NewRowCase{300, 128, 32, 32, 128, true},   // Llama-2-7B
+            NewRowCase{64, 0, 8, 2, 64, true},         // first token, GQA
+            NewRowCase{200, 63, 8, 2, 128, true},      // chunk's end
+            NewRowCase{200, 64, 4, 1, 128, true},      // chunk's start
+            NewRowCase{100, 70, 12, 12, 64, false},    // OPT: no RoPE
+            NewRowCase{60, 20, 4, 2, 40, true},        // padded dims
+            NewRowCase{50, 33, 3, 1, 6, false},        // tiny heads
+            NewRowCase{30, 5, 4, 1, 16, true},         // D = 32
+            NewRowCase{40, 10, 2, 2, 256, true},       // widest
+            NewRowCase{4500, 4200, 8, 2, 128, true}),  // long
+        kKvDtypes),
+    CaseAndDtype<DecodeNewRowTest::ParamType>);
 
 // Llama-2-7B decode attention (32 heads of 128, one row) at short and long
 // contexts, per chunk size and merge, each checked against the CPU
 // reference; prints the time per launch (run_on_gpu.sh's parity.log keeps
 // the lines). And the new-row kernel against RopeWriteKv + the attention.
-// NOTES.md records what these numbers chose.
-class DecodeTimingTest : public testutil::CudaTest {};
+// NOTES.md records what these numbers chose. On f32 and f16 caches.
+class DecodeTimingTest : public testutil::CudaTest,
+                         public ::testing::WithParamInterface<DType> {};
 
-TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
+TEST_P(DecodeTimingTest, ChunkSizesAndMerges) {
+  const DType kv_dtype = GetParam();
   const int64_t heads = 32, hd = 128, width = heads * hd;
   const std::vector<float> pattern = RandomValues(width * 257);
   cudaEvent_t start, stop;
@@ -352,15 +498,18 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
     for (size_t i = 0; i < cache.size(); ++i) {
       cache[i] = pattern[i % pattern.size()];
     }
-    const Tensor k = Tensor::FromF32(cache, {capacity, width});
+    const Tensor k =
+        testutil::AsStored(Tensor::FromF32(cache, {capacity, width}), kv_dtype);
     std::rotate(cache.begin(), cache.begin() + width, cache.end());
-    const Tensor v = Tensor::FromF32(cache, {capacity, width});
+    const Tensor v =
+        testutil::AsStored(Tensor::FromF32(cache, {capacity, width}), kv_dtype);
     const Tensor q = RandomHost({1, width});
     const std::vector<int32_t> positions = {static_cast<int32_t>(keys - 1)};
     const Tensor ref =
         testutil::CpuAttention(q, k, v, keys, positions, {}, heads, heads, hd);
 
-    Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
+    Tensor dq = Upload(q), dk = Upload(k.ConvertTo(kv_dtype)),
+           dv = Upload(v.ConvertTo(kv_dtype));
     const Tensor dpos = Upload(Tensor::FromI32(positions, {1}));
     absl::StatusOr<Tensor> counters =
         AllocateDevice(ctx(), DType::kI32, {heads});
@@ -395,7 +544,8 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
         const double err =
             testutil::RelativeError(Download(out), ref.ToF32Vector());
         EXPECT_LT(err, 1e-5) << "keys " << keys << " chunk " << chunk;
-        std::cout << "decode timing keys=" << keys << " chunk=" << chunk
+        std::cout << "decode timing kv=" << DTypeName(kv_dtype)
+                  << " keys=" << keys << " chunk=" << chunk
                   << " merge=" << (in_kernel ? "in-kernel" : "2nd-kernel")
                   << " us=" << us << " err=" << err << "\n";
       }
@@ -433,7 +583,8 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
         if (!st.ok()) return st;
         return DecodeAttention(ctx(), args, scratch.data<float>());
       });
-      std::cout << "decode timing keys=" << keys << " chunk=" << chunk
+      std::cout << "decode timing kv=" << DTypeName(kv_dtype)
+                << " keys=" << keys << " chunk=" << chunk
                 << " new-row us=" << fused_us
                 << " rope-write-kv+attention us=" << apart_us << " err=-\n";
     }
@@ -441,6 +592,11 @@ TEST_F(DecodeTimingTest, ChunkSizesAndMerges) {
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
+
+INSTANTIATE_TEST_SUITE_P(KvDtypes, DecodeTimingTest, kKvDtypes,
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
 
 class AttentionErrorTest : public testutil::CudaTest {};
 
@@ -460,6 +616,33 @@ TEST_F(AttentionErrorTest, RejectsUnsupportedHeadDim) {
   args.out = &out;
   EXPECT_EQ(PrefillAttention(ctx(), args, 1).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// q and out stay f32; the caches are f32 or f16, both the same.
+TEST_F(AttentionErrorTest, RejectsUnsupportedDtypes) {
+  const Tensor q = Upload(RandomHost({1, 64}));
+  const Tensor q16 = Upload(RandomHost({1, 64}, DType::kF16));
+  const Tensor k32 = Upload(RandomHost({4, 64}));
+  const Tensor k16 = Upload(RandomHost({4, 64}, DType::kF16));
+  const Tensor kbf16 = Upload(RandomHost({4, 64}, DType::kBF16));
+  const Tensor pos = Upload(Tensor::FromI32({3}, {1}));
+  Tensor out = PoisonedDevice(DType::kF32, {1, 64});
+  DeviceAttentionArgs args = testutil::DeviceArgs(q, k16, k16, pos, 1, 1, 64);
+  args.out = &out;
+  Tensor scratch =
+      PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+  EXPECT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+  for (const auto& [qt, kt, vt] :
+       {std::tuple{&q16, &k16, &k16}, std::tuple{&q, &kbf16, &kbf16},
+        std::tuple{&q, &k32, &k16}, std::tuple{&q, &k16, &k32}}) {
+    args.q = qt;
+    args.k_cache = kt;
+    args.v_cache = vt;
+    const absl::Status s = DecodeAttention(ctx(), args, scratch.data<float>());
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_EQ(PrefillAttention(ctx(), args, 4).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

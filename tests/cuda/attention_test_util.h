@@ -1,6 +1,6 @@
 // What the CUDA attention tests share: the CPU reference they compare
-// against (kernels/cpu's attention) and the device arguments, both with the
-// graph's scale 1 / sqrt(head_dim).
+// against (kernels/cpu's attention), the device arguments, both with the
+// graph's scale 1 / sqrt(head_dim), and f16 KV caches' values.
 #ifndef DYNSPARSE_TESTS_CUDA_ATTENTION_TEST_UTIL_H_
 #define DYNSPARSE_TESTS_CUDA_ATTENTION_TEST_UTIL_H_
 
@@ -38,6 +38,14 @@ inline Tensor CpuAttention(const Tensor& q, const Tensor& k_cache,
   args.out = &out;
   cpu::Attention(args);
   return out;
+}
+
+// A host KV cache as a cache of `dtype` holds it, back in f32: f16 rounds
+// each value to nearest (as the kernels' stores and Tensor::ConvertTo do),
+// f32 copies. Compute CPU references from the result and upload
+// `result.ConvertTo(dtype)`, so both see exactly the same values.
+inline Tensor AsStored(const Tensor& host, DType dtype) {
+  return Tensor::FromF32(host.ConvertTo(dtype).ToF32Vector(), host.shape());
 }
 
 // Device attention over device q, k_cache, v_cache and positions (i32 [rows]),

@@ -306,6 +306,45 @@ TEST_P(CudaBackendTest, RoundedNormOutputChangesNoLogit) {
   EXPECT_GE(cuda_->graph_stats().replays, 6);
 }
 
+// f16 and bf16 models keep f16 K/V (half the bytes each decode attention
+// reads); f32 models, and f16_kv_cache = false, keep f32. On an f16 model the
+// f16 cache moves the logits by about the model's own rounding, over a
+// prefill, graph replays and the fused decode attention.
+TEST_P(CudaBackendTest, HalfModelsKeepF16KvCaches) {
+  EXPECT_EQ(cuda_->KvCacheDtype(DType::kF32), DType::kF32);
+  EXPECT_EQ(cuda_->KvCacheDtype(DType::kBF16), DType::kF16);
+  Load(DType::kF16);
+  CudaBackendOptions options;
+  options.f16_kv_cache = false;
+  OtherBackend f32_kv = Other(options);
+  ASSERT_NE(f32_kv.backend, nullptr);
+  AllUnits all;
+  const int64_t prompt = 20, steps = 12;
+  Session half(model_->config, device_weights_, *cuda_, all, prompt + steps);
+  Session full(model_->config, f32_kv.weights, *f32_kv.backend, all,
+               prompt + steps);
+  EXPECT_EQ(half.cache().keys(0).dtype(), DType::kF16);
+  EXPECT_EQ(full.cache().values(0).dtype(), DType::kF32);
+  auto a = half.Forward(Prompt(prompt), 0);
+  auto b = full.Forward(Prompt(prompt), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  double worst = testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector());
+  for (int64_t s = 0; s < steps; ++s) {
+    const std::vector<int32_t> one = {
+        Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
+    a = half.Forward(one, 0);
+    b = full.Forward(one, 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    worst = std::max(
+        worst, testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector()));
+  }
+  std::cout << GetParam() << " f16 vs f32 KV cache, f16 weights: max rel "
+            << worst << "\n";
+  EXPECT_GT(worst, 0.0);  // The caches differ, so the f16 one is in use.
+  EXPECT_LT(worst, 2e-3);
+  EXPECT_GE(cuda_->graph_stats().replays, 8);
+}
+
 // Two sessions on one backend: each switch invalidates the captured graph
 // (another KV cache), and the rerun must still give the right logits.
 TEST_P(CudaBackendTest, AlternatingSessionsRerunCorrectly) {

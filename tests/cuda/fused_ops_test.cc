@@ -3,6 +3,8 @@
 //    against cpu::ApplyRope and a host copy into the cache rows. The CPU takes
 //    cos/sin in double, the GPU with sincosf (a few ulp): kRopeTolerance 1e-5
 //    as in rope_test.cc. Rows the step does not write must keep their values.
+//    An f16 cache must hold the device's rotated k and the v rounded exactly
+//    as the host's F32ToF16 rounds them.
 //  * GatedGemv ((act(gate) * x) * w^T in one GEMV) against cpu::GatedActivate
 //    then cpu::Linear: same f32 product, summation order differs, so the GEMV
 //    bound of gemv_test.cc (1e-5) holds.
@@ -13,8 +15,10 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "core/dtype.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/gemv.h"
@@ -42,6 +46,17 @@ RopeTable MakeTable(int64_t head_dim, double theta) {
 
 class FusedOpsTest : public CudaTest {};
 
+// Every case with an f32 and with an f16 KV cache.
+template <typename Case>
+std::vector<std::pair<Case, DType>> CasesTimesCacheDtypes(
+    const std::vector<Case>& cases) {
+  std::vector<std::pair<Case, DType>> out;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (const Case& c : cases) out.emplace_back(c, dtype);
+  }
+  return out;
+}
+
 TEST_F(FusedOpsTest, RopeWriteKvMatchesCpu) {
   struct Case {
     int64_t rows, q_heads, kv_heads, head_dim, capacity;
@@ -51,11 +66,12 @@ TEST_F(FusedOpsTest, RopeWriteKvMatchesCpu) {
       {1, 32, 32, 128, 300, true}, {1, 32, 8, 128, 64, true},
       {1, 12, 12, 64, 40, false},  {9, 4, 2, 80, 50, true},
       {3, 6, 6, 6, 10, false},     {130, 8, 8, 128, 200, true}};
-  for (const Case& c : cases) {
+  for (const auto& [c, cache_dtype] : CasesTimesCacheDtypes(cases)) {
     SCOPED_TRACE(::testing::Message()
                  << "rows=" << c.rows << " heads=" << c.q_heads << "/"
                  << c.kv_heads << " head_dim=" << c.head_dim
-                 << " rope=" << c.rope << " " << SeedMessage());
+                 << " rope=" << c.rope << " cache " << DTypeName(cache_dtype)
+                 << " " << SeedMessage());
     const int64_t qd = c.q_heads * c.head_dim;
     const int64_t kvd = c.kv_heads * c.head_dim;
     // Distinct cache rows, in random order (a decode step writes one row).
@@ -67,8 +83,8 @@ TEST_F(FusedOpsTest, RopeWriteKvMatchesCpu) {
     const Tensor q_host = RandomHost({c.rows, qd});
     const Tensor k_host = RandomHost({c.rows, kvd});
     const Tensor v_host = RandomHost({c.rows, kvd});
-    const Tensor kc_host = RandomHost({c.capacity, kvd});
-    const Tensor vc_host = RandomHost({c.capacity, kvd});
+    const Tensor kc_host = RandomHost({c.capacity, kvd}, cache_dtype);
+    const Tensor vc_host = RandomHost({c.capacity, kvd}, cache_dtype);
 
     const RopeTable table = MakeTable(c.head_dim, 10000.0);
     std::vector<float> q_ref = q_host.ToF32Vector();
@@ -106,10 +122,30 @@ TEST_F(FusedOpsTest, RopeWriteKvMatchesCpu) {
                     &k, v, &kc, &vc);
     ASSERT_TRUE(st.ok()) << st;
     EXPECT_LT(RelativeError(Download(q), q_ref), kRopeTolerance);
-    EXPECT_LT(RelativeError(Download(k), k_ref), kRopeTolerance);
-    EXPECT_LT(RelativeError(Download(kc), kc_ref), kRopeTolerance);
-    // v is copied, never rounded.
-    EXPECT_EQ(Download(vc), vc_ref);
+    const std::vector<float> k_rotated = Download(k);
+    EXPECT_LT(RelativeError(k_rotated, k_ref), kRopeTolerance);
+    if (cache_dtype == DType::kF32) {
+      EXPECT_LT(RelativeError(Download(kc), kc_ref), kRopeTolerance);
+      // v is copied, never rounded.
+      EXPECT_EQ(Download(vc), vc_ref);
+      continue;
+    }
+    // An f16 cache holds the rotated k and the v exactly as the host rounds
+    // them; other rows keep their bits.
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t j = 0; j < kvd; ++j) {
+        kc_ref[positions[r] * kvd + j] = k_rotated[r * kvd + j];
+      }
+    }
+    const auto rounded = [](const std::vector<float>& values) {
+      std::vector<float> out(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        out[i] = F16ToF32(F32ToF16(values[i]));
+      }
+      return out;
+    };
+    EXPECT_EQ(Download(kc), rounded(kc_ref));
+    EXPECT_EQ(Download(vc), rounded(vc_ref));
   }
 }
 

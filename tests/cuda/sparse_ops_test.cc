@@ -107,6 +107,12 @@ class SparseOpsTest : public ::testing::Test {
     }
     return worst;
   }
+  // Each value rounded to f16 (to nearest, as the kernels' stores round)
+  // and back.
+  static std::vector<float> RoundedToF16(const std::vector<float>& v) {
+    return Tensor::FromF32(v, {static_cast<int64_t>(v.size())}, DType::kF16)
+        .ToF32Vector();
+  }
   static Tensor Abs(const Tensor& t) {
     std::vector<float> v = t.ToF32Vector();
     for (float& x : v) x = std::abs(x);
@@ -413,7 +419,10 @@ TEST_F(SparseOpsTest, HeadSubsetAttentionMatchesCpu) {
 // elements a step) and its remainder, 64 only the latter; automatic rows a
 // warp is 2. On tensor cores (f16, hidden 1280) each warp's quarter of
 // hidden is two 64-element blocks and a remainder block, and kv head 1's
-// 17 tokens at position 23 take a pass of 16 and one of 1.
+// 17 tokens at position 23 take a pass of 16 and one of 1. The GPU runs
+// the steps a second time on f16 caches, which must hold its f32 caches'
+// values rounded to nearest, bit for bit: K is rotated before its one
+// rounding (the f16 kernels pair each K row with its RoPE partner).
 TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
   // mma_blocks: the tensor-core kernel's occupancy build (2 or 3 an SM, 0:
   // the kernel picks).
@@ -441,18 +450,17 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
            bv = Random({kv * hd});
     struct Side {
       Tensor x, pos, pending, kc, vc;
-    } cs, gs;
-    Backend* backends[] = {&cpu_, gpu_.get()};
-    Side* sides[] = {&cs, &gs};
-    for (int i = 0; i < 2; ++i) {
+    } cs, gs, hs;  // CPU, GPU, GPU with f16 caches.
+    Backend* backends[] = {&cpu_, gpu_.get(), gpu_.get()};
+    Side* sides[] = {&cs, &gs, &hs};
+    for (int i = 0; i < 3; ++i) {
+      const DType cache = i == 2 ? DType::kF16 : DType::kF32;
       sides[i]->x = backends[i]->Allocate(DType::kF32, {slots, hidden});
       sides[i]->pos = backends[i]->Allocate(DType::kI32, {slots});
       sides[i]->pending =
           *backends[i]->Upload(Tensor::Zeros(DType::kI32, {slots, kv}));
-      sides[i]->kc =
-          *backends[i]->Upload(Tensor::Zeros(DType::kF32, {64, kv * hd}));
-      sides[i]->vc =
-          *backends[i]->Upload(Tensor::Zeros(DType::kF32, {64, kv * hd}));
+      sides[i]->kc = *backends[i]->Upload(Tensor::Zeros(cache, {64, kv * hd}));
+      sides[i]->vc = *backends[i]->Upload(Tensor::Zeros(cache, {64, kv * hd}));
     }
     const Tensor dwk = Up(wk), dwv = Up(wv), dbk = Up(bk), dbv = Up(bv);
     for (int32_t p = 3; p < 40; ++p) {
@@ -468,7 +476,7 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
       const Tensor dh = Up(h), dids = Up(ids);
       const int32_t step[] = {p, p % static_cast<int32_t>(slots), 0};
       const int32_t flush[] = {0, 0, 1};
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 3; ++i) {
         LazyKvArgs a;
         a.h = final_flush ? nullptr : (i == 0 ? &h : &dh);
         a.head_ids = i == 0 ? &ids : &dids;
@@ -489,11 +497,16 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
         a.v_cache = &sides[i]->vc;
         backends[i]->LazyKv(a);
       }
-      ASSERT_LT(RelErr(Down(gs.kc), cs.kc.ToF32Vector()), 1e-5) << p;
-      ASSERT_LT(RelErr(Down(gs.vc), cs.vc.ToF32Vector()), 1e-5) << p;
-      const std::vector<int32_t> pend = DownI32(gs.pending);
-      for (int64_t i = 0; i < slots * kv; ++i) {
-        ASSERT_EQ(pend[i], cs.pending.data<int32_t>()[i]) << p;
+      const std::vector<float> gk = Down(gs.kc), gv = Down(gs.vc);
+      ASSERT_LT(RelErr(gk, cs.kc.ToF32Vector()), 1e-5) << p;
+      ASSERT_LT(RelErr(gv, cs.vc.ToF32Vector()), 1e-5) << p;
+      ASSERT_EQ(Down(hs.kc), RoundedToF16(gk)) << p;
+      ASSERT_EQ(Down(hs.vc), RoundedToF16(gv)) << p;
+      for (const Side* side : {&gs, &hs}) {
+        const std::vector<int32_t> pend = DownI32(side->pending);
+        for (int64_t i = 0; i < slots * kv; ++i) {
+          ASSERT_EQ(pend[i], cs.pending.data<int32_t>()[i]) << p;
+        }
       }
     }
     // After the final flush every row 3..38 is complete: nothing pending.

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,11 +36,15 @@ struct KeyedCase {
   int64_t head_dim;
 };
 
-class KeyedAttentionTest : public testutil::CudaTest,
-                           public ::testing::WithParamInterface<KeyedCase> {};
+// Each case on an f32 and an f16 KV cache; the CPU reference reads the f16
+// cache's values as f32, so the tolerances hold for both.
+class KeyedAttentionTest
+    : public testutil::CudaTest,
+      public ::testing::WithParamInterface<std::tuple<KeyedCase, DType>> {};
 
 TEST_P(KeyedAttentionTest, MatchesCpuReference) {
-  const KeyedCase c = GetParam();
+  const KeyedCase c = std::get<0>(GetParam());
+  const DType kv_dtype = std::get<1>(GetParam());
   std::vector<int32_t> all(c.capacity);
   std::iota(all.begin(), all.end(), 0);
   std::shuffle(all.begin(), all.end() - 1, rng_);
@@ -52,11 +57,12 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     qpos.push_back(keys[c.live - 1 - (c.rows - 1 - i) * (c.live / c.rows)]);
   }
   const Tensor q = RandomHost({c.rows, c.heads * c.head_dim});
-  const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim});
-  const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim});
+  const Tensor k = RandomHost({c.capacity, c.kv_heads * c.head_dim}, kv_dtype);
+  const Tensor v = RandomHost({c.capacity, c.kv_heads * c.head_dim}, kv_dtype);
 
-  const Tensor ref = testutil::CpuAttention(q, k, v, c.live, qpos, keys,
-                                            c.heads, c.kv_heads, c.head_dim);
+  const Tensor ref = testutil::CpuAttention(
+      q, k.ConvertTo(DType::kF32), v.ConvertTo(DType::kF32), c.live, qpos, keys,
+      c.heads, c.kv_heads, c.head_dim);
 
   const Tensor dq = Upload(q), dk = Upload(k), dv = Upload(v);
   const Tensor dpos = Upload(Tensor::FromI32(qpos, {c.rows}));
@@ -93,8 +99,8 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     std::fill_n(k_live.begin() + r * width, width, NAN);
     std::fill_n(v_live.begin() + r * width, width, NAN);
   }
-  const Tensor dk_live = Upload(Tensor::FromF32(k_live, k.shape()));
-  const Tensor dv_live = Upload(Tensor::FromF32(v_live, v.shape()));
+  const Tensor dk_live = Upload(Tensor::FromF32(k_live, k.shape(), kv_dtype));
+  const Tensor dv_live = Upload(Tensor::FromF32(v_live, v.shape(), kv_dtype));
 
   // Keys split over blocks (attention.h key_splits), on every kernel: the
   // same result up to summation order; rows before a split see none of it.
@@ -152,20 +158,36 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, KeyedAttentionTest,
-    ::testing::Values(KeyedCase{300, 200, 1, 32, 32, 128},  // decode, MHA
-                      KeyedCase{4500, 700, 7, 8, 2, 128},   // revival step
-                      KeyedCase{500, 137, 4, 8, 2, 64},     // few rows, GQA
-                      KeyedCase{700, 400, 130, 8, 2, 128},  // prefill tail
-                      KeyedCase{260, 100, 100, 4, 1, 64},   // every key a row
-                      KeyedCase{2000, 900, 24, 4, 4, 128},  // 17-32 rows
-                      KeyedCase{90, 50, 20, 3, 3, 40}));    // odd head dim
+    ::testing::Combine(
+        ::testing::Values(KeyedCase{300, 200, 1, 32, 32, 128},  // decode, MHA
+                          KeyedCase{4500, 700, 7, 8, 2, 128},   // revival step
+                          KeyedCase{500, 137, 4, 8, 2, 64},     // few rows, GQA
+                          KeyedCase{700, 400, 130, 8, 2, 128},  // prefill tail
+                          KeyedCase{260, 100, 100, 4, 1,
+                                    64},  // every key a row
+                          KeyedCase{2000, 900, 24, 4, 4, 128},  // 17-32 rows
+                          KeyedCase{90, 50, 20, 3, 3, 40}),     // odd head dim
+        ::testing::Values(DType::kF32, DType::kF16)));
 
-class TokenOpsTest : public testutil::CudaTest {};
+class TokenOpsTest : public testutil::CudaTest {
+ protected:
+  void CheckLastQueryProbe(DType cache);
+};
 
+// On an f32 and an f16 key cache; the reference reads the f16 cache's keys
+// as f32.
 TEST_F(TokenOpsTest, LastQueryProbeMatchesCpu) {
+  for (DType cache : {DType::kF32, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(cache));
+    CheckLastQueryProbe(cache);
+  }
+}
+
+void TokenOpsTest::CheckLastQueryProbe(DType cache) {
   const int64_t heads = 32, kv_heads = 8, hd = 128, capacity = 3000;
   const Tensor q = RandomHost({1, heads * hd});
-  const Tensor k = RandomHost({capacity, kv_heads * hd});
+  const Tensor k_cache = RandomHost({capacity, kv_heads * hd}, cache);
+  const Tensor k = Tensor::FromF32(k_cache.ToF32Vector(), k_cache.shape());
   std::vector<int32_t> keys;
   for (int32_t p = 0; p < capacity; ++p) {
     if (p % 3 != 1 || p == capacity - 1) keys.push_back(p);
@@ -175,7 +197,7 @@ TEST_F(TokenOpsTest, LastQueryProbeMatchesCpu) {
   LastQueryArgs cpu_args{&q, &k, keys, heads, kv_heads, hd, 0.088f, &ref};
   cpu::LastQueryAttention(cpu_args);
 
-  const Tensor dq = Upload(q), dk = Upload(k);
+  const Tensor dq = Upload(q), dk = Upload(k_cache);
   const Tensor dkeys = Upload(Tensor::FromI32(keys, {nk}));
   Tensor out = PoisonedDevice(DType::kF32, {nk});
   DeviceLastQueryArgs args;
@@ -250,13 +272,19 @@ class EveryThirdDropped : public Method {
 };
 
 // Early probes: `early` downloads each probe while the previous layer's
-// MLP runs; `skip_layer_2` leaves one started probe unread.
-void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2) {
-  SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2));
+// MLP runs; `skip_layer_2` leaves one started probe unread. f16 weights put
+// CudaBackend's K/V in f16 (the CPU keeps f32): `tolerance` covers that.
+void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
+                                  DType weights = DType::kF32,
+                                  double tolerance = 3e-3) {
+  SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2,
+                            " weights ", DTypeName(weights)));
   auto backend = CudaBackend::Create();
   ASSERT_TRUE(backend.ok()) << backend.status();
-  auto model = LoadModel(testing::FixturePath("models/llama-gqa-llama3rope"),
-                         LoadOptions{});
+  LoadOptions options;
+  options.dtype = weights;
+  auto model =
+      LoadModel(testing::FixturePath("models/llama-gqa-llama3rope"), options);
   ASSERT_TRUE(model.ok()) << model.status();
   auto device = (*backend)->UploadWeights(model->weights);
   ASSERT_TRUE(device.ok()) << device.status();
@@ -273,7 +301,9 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2) {
   auto a = on_cpu.Forward(ids, prompt - 1);
   auto b = on_cuda.Forward(ids, prompt - 1);
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()), 3e-3);
+  EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()),
+            tolerance);
+  EXPECT_EQ(on_cuda.cache().keys(0).dtype(), (*backend)->KvCacheDtype(weights));
   for (int64_t s = 0; s < steps; ++s) {
     const std::vector<int32_t> next = {static_cast<int32_t>(s * 5 + 1)};
     a = on_cpu.Forward(next, 0);
@@ -281,7 +311,8 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2) {
     ASSERT_TRUE(a.ok() && b.ok());
     // The prefill's tensor-core attention (f16 operands) left ~1e-3
     // differences in the caches.
-    EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()), 3e-3)
+    EXPECT_LT(testutil::RelativeError(b->ToF32Vector(), a->ToF32Vector()),
+              tolerance)
         << "decode step " << s;
   }
   EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
@@ -289,7 +320,8 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2) {
             on_cpu.token_state()->stats().computed);
   ASSERT_EQ(cuda_method.probes.size(), cpu_method.probes.size());
   for (const auto& [site, probe] : cpu_method.probes) {
-    EXPECT_LT(testutil::RelativeError(cuda_method.probes[site], probe), 3e-3)
+    EXPECT_LT(testutil::RelativeError(cuda_method.probes[site], probe),
+              tolerance)
         << "step at " << site.first << ", layer " << site.second;
   }
 }
@@ -299,6 +331,9 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   CheckPrunedSessionMatchesCpu(false, false);
   CheckPrunedSessionMatchesCpu(true, false);
   CheckPrunedSessionMatchesCpu(true, true);
+  // The f16 cache through keyed attention, probes and revival (f16 weights
+  // on both sides; HalfPrecisionLogitsMatchCpu's bound for f16).
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3);
 }
 
 }  // namespace
