@@ -599,6 +599,29 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
 // q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
 // it while the K/V loads are in flight (before them it cost every block one
 // more round trip: 8% at 16k keys).
+// kCols consecutive f16 elements from p (aligned to min(4, kCols) halves)
+// as f32, in as few loads as the run allows; zeros when !load.
+template <int kCols>
+__device__ __forceinline__ void LoadHalfRun(const __half* p, bool load,
+                                            float (&out)[kCols]) {
+  if constexpr (kCols % 4 == 0) {
+#pragma unroll
+    for (int g = 0; g < kCols / 4; ++g) {
+      const float4 f = load ? KvLoad4(p + 4 * g) : make_float4(0, 0, 0, 0);
+      out[4 * g] = f.x;
+      out[4 * g + 1] = f.y;
+      out[4 * g + 2] = f.z;
+      out[4 * g + 3] = f.w;
+    }
+  } else if constexpr (kCols == 2) {
+    const float2 f = load ? KvLoad2(p) : make_float2(0, 0);
+    out[0] = f.x;
+    out[1] = f.y;
+  } else {
+    out[0] = load ? KvLoad(p) : 0.f;
+  }
+}
+
 template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int kvh, int pos, int chunk0,
@@ -609,6 +632,15 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   __shared__ float warp_acc[kWarps][D];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
+  // The head-dim column of this lane's c-th element. f32: interleaved, so a
+  // warp's load is one 128-byte line. f16: kCols consecutive halves a lane,
+  // loaded as one run (a 128-wide row: one 8-byte load a lane instead of four
+  // 2-byte ones; interleaved f16 loads ran slower than f32, h200_run86).
+  constexpr bool kRuns = !std::is_same_v<KvT, float>;
+  const auto column = [lane](int c) {
+    return kRuns ? kCols * lane + c : lane + 32 * c;
+  };
+  [[maybe_unused]] const bool whole_runs = kRuns && a.vec4 && a.head_dim == D;
 
   const int key0 = chunk0 + warp * kKeysPerWarp;
   const int64_t col0 = static_cast<int64_t>(kvh) * a.head_dim;
@@ -625,9 +657,17 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
 #pragma unroll
   for (int j = 0; j < kKeysPerWarp; ++j) {
     const bool fresh = kNewRow && key0 + j == pos;
+    if constexpr (kRuns) {
+      if (whole_runs) {
+        const int64_t at = base[j] + kCols * lane;
+        LoadHalfRun<kCols>(KvPtr<__half>(a.k) + at, live[j] && !fresh, kk[j]);
+        LoadHalfRun<kCols>(KvPtr<__half>(a.v) + at, live[j] && !fresh, vv[j]);
+        continue;
+      }
+    }
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      const int d = lane + 32 * c;
+      const int d = column(c);
       const bool load = live[j] && !fresh && d < a.head_dim;
       kk[j][c] = load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f;
       vv[j][c] = load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f;
@@ -642,7 +682,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       if (key0 + j != pos) continue;
 #pragma unroll
       for (int c = 0; c < kCols; ++c) {
-        const int d = lane + 32 * c;
+        const int d = column(c);
         if (d < a.head_dim) {
           kk[j][c] = new_row[D + d];
           vv[j][c] = new_row[2 * D + d];
@@ -652,7 +692,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   }
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
-    const int d = lane + 32 * c;
+    const int d = column(c);
     if constexpr (kNewRow) {
       q[c] = d < a.head_dim ? new_row[d] * a.scale : 0.f;
     } else {
@@ -691,7 +731,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
     warp_l[warp] = l;
   }
 #pragma unroll
-  for (int c = 0; c < kCols; ++c) warp_acc[warp][lane + 32 * c] = acc[c];
+  for (int c = 0; c < kCols; ++c) warp_acc[warp][column(c)] = acc[c];
   __syncthreads();
 
   float block_m = -INFINITY;

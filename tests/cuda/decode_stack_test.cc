@@ -71,7 +71,13 @@ class DecodeStackTest : public ::testing::Test {
       GTEST_SKIP() << "skipping CUDA test: " << on.status().message();
     }
     stack_ = std::move(*on);
-    auto off = CudaBackend::Create();  // The default: the layer loop.
+    // The stack reads f32 caches only, so its backend keeps them f32.
+    EXPECT_EQ(stack_->KvCacheDtype(DType::kF16), DType::kF32);
+    // The layer loop, on the stack's f32 KV caches (an f16 cache would move
+    // the logits by more than the summation order does).
+    CudaBackendOptions layer_loop;
+    layer_loop.f16_kv_cache = false;
+    auto off = CudaBackend::Create(layer_loop);
     ASSERT_TRUE(off.ok()) << off.status();
     layers_ = std::move(*off);
   }
