@@ -599,28 +599,49 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
 // q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
 // it while the K/V loads are in flight (before them it cost every block one
 // more round trip: 8% at 16k keys).
-// kCols consecutive f16 elements from p (aligned to min(4, kCols) halves)
-// as f32, in as few loads as the run allows; zeros when !load.
+// A lane's kCols elements of one key or value row, held from the load to
+// their use: f32 values, or for an f16 cache packed pairs (half the
+// registers, so a warp holds 16 keys of an f16 cache where it holds 8 f32
+// ones; LaunchDecode).
+template <typename KvT, int kCols>
+struct HeldRun {
+  float v[kCols];
+  __device__ __forceinline__ float at(int c) const { return v[c]; }
+  __device__ __forceinline__ void set(int c, float x) { v[c] = x; }
+};
 template <int kCols>
-__device__ __forceinline__ void LoadHalfRun(const __half* p, bool load,
-                                            float (&out)[kCols]) {
-  if constexpr (kCols % 4 == 0) {
-#pragma unroll
-    for (int g = 0; g < kCols / 4; ++g) {
-      const float4 f = load ? KvLoad4(p + 4 * g) : make_float4(0, 0, 0, 0);
-      out[4 * g] = f.x;
-      out[4 * g + 1] = f.y;
-      out[4 * g + 2] = f.z;
-      out[4 * g + 3] = f.w;
-    }
-  } else if constexpr (kCols == 2) {
-    const float2 f = load ? KvLoad2(p) : make_float2(0, 0);
-    out[0] = f.x;
-    out[1] = f.y;
-  } else {
-    out[0] = load ? KvLoad(p) : 0.f;
+struct HeldRun<__half, kCols> {
+  static constexpr int kPairs = (kCols + 1) / 2;
+  __half2 v[kPairs];
+  __device__ __forceinline__ float at(int c) const {
+    return c % 2 == 0 ? __low2float(v[c / 2]) : __high2float(v[c / 2]);
   }
-}
+  __device__ __forceinline__ void set(int c, float x) {
+    const __half h = __float2half_rn(x);
+    v[c / 2] = c % 2 == 0 ? __halves2half2(h, __high2half(v[c / 2]))
+                          : __halves2half2(__low2half(v[c / 2]), h);
+  }
+  // The run at p (aligned to its size in bytes, up to 16) in one load; zeros
+  // when !load.
+  __device__ __forceinline__ void Load(const __half* p, bool load) {
+    if constexpr (kCols == 8) {
+      const uint4 bits =
+          load ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+      static_assert(sizeof(v) == sizeof(bits));
+      memcpy(v, &bits, sizeof(bits));
+    } else if constexpr (kCols == 4) {
+      const uint2 bits =
+          load ? *reinterpret_cast<const uint2*>(p) : make_uint2(0, 0);
+      memcpy(v, &bits, sizeof(bits));
+    } else if constexpr (kCols == 2) {
+      v[0] =
+          load ? *reinterpret_cast<const __half2*>(p) : __float2half2_rn(0.f);
+    } else {
+      v[0] = __halves2half2(load ? *p : __float2half_rn(0.f),
+                            __float2half_rn(0.f));
+    }
+  }
+};
 
 template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
@@ -653,15 +674,15 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
     live[j] = key_row <= pos;
     base[j] = live[j] ? static_cast<int64_t>(key_row) * a.kv_stride + col0 : 0;
   }
-  float kk[kKeysPerWarp][kCols], vv[kKeysPerWarp][kCols];
+  HeldRun<KvT, kCols> kk[kKeysPerWarp], vv[kKeysPerWarp];
 #pragma unroll
   for (int j = 0; j < kKeysPerWarp; ++j) {
     const bool fresh = kNewRow && key0 + j == pos;
     if constexpr (kRuns) {
       if (whole_runs) {
         const int64_t at = base[j] + kCols * lane;
-        LoadHalfRun<kCols>(KvPtr<__half>(a.k) + at, live[j] && !fresh, kk[j]);
-        LoadHalfRun<kCols>(KvPtr<__half>(a.v) + at, live[j] && !fresh, vv[j]);
+        kk[j].Load(KvPtr<__half>(a.k) + at, live[j] && !fresh);
+        vv[j].Load(KvPtr<__half>(a.v) + at, live[j] && !fresh);
         continue;
       }
     }
@@ -669,8 +690,8 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
     for (int c = 0; c < kCols; ++c) {
       const int d = column(c);
       const bool load = live[j] && !fresh && d < a.head_dim;
-      kk[j][c] = load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f;
-      vv[j][c] = load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f;
+      kk[j].set(c, load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f);
+      vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
     }
   }
   float q[kCols];
@@ -684,8 +705,8 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       for (int c = 0; c < kCols; ++c) {
         const int d = column(c);
         if (d < a.head_dim) {
-          kk[j][c] = new_row[D + d];
-          vv[j][c] = new_row[2 * D + d];
+          kk[j].set(c, new_row[D + d]);
+          vv[j].set(c, new_row[2 * D + d]);
         }
       }
     }
@@ -708,7 +729,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   for (int j = 0; j < kKeysPerWarp; ++j) {
     float dot = 0.f;
 #pragma unroll
-    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j][c];
+    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j].at(c);
     dot = WarpSum(dot);
     s[j] = live[j] ? dot : -INFINITY;
     m = fmaxf(m, s[j]);
@@ -723,7 +744,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       const float p = expf(s[j] - m);
       l += p;
 #pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j][c];
+      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j].at(c);
     }
   }
   if (lane == 0) {
@@ -1083,6 +1104,20 @@ absl::Status LaunchPrefillMma(DeviceContext& ctx, const KernelArgs& a) {
                           : LaunchPrefillMma<D, false, KvT>(ctx, a);
 }
 
+// After the decode kernel's launch: its status, then the merge kernel when
+// the chunks are not merged in the same launch.
+absl::Status FinishDecodeLaunch(DeviceContext& ctx, const KernelArgs& a,
+                                dim3 grid) {
+  if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
+    return s;
+  }
+  if (a.counters != nullptr) return absl::OkStatus();  // Merged in-kernel.
+  const dim3 combine_grid(grid.y, grid.z);
+  LaunchKernel(ctx.programmatic_launch(), DecodeCombineKernel, combine_grid,
+               dim3(kThreads), 0, ctx.stream(), a);
+  return LastLaunchStatus("DecodeCombineKernel");
+}
+
 template <int D, bool kNewRow, typename KvT>
 absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                           int64_t chunk_keys) {
@@ -1094,7 +1129,17 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                   ctx.programmatic_launch();
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
-  // Shorter chunks only where DecodeChunkKeys allows them (head_dim 128).
+  // Shorter chunks only where DecodeChunkKeys allows them (head_dim 128),
+  // longer ones only for f16 caches of head_dim <= 128.
+  constexpr bool kLongChunks = !std::is_same_v<KvT, float> && D <= 128;
+  if constexpr (kLongChunks) {
+    if (chunk_keys == 2 * kDecodeKeysPerChunk) {
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 16, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
+      return FinishDecodeLaunch(ctx, a, grid);
+    }
+  }
   if constexpr (D == 128) {
     if (chunk_keys == 16) {
       LaunchKernel(ctx.programmatic_launch(),
@@ -1114,15 +1159,7 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                  DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
                  dim3(kThreads), 0, ctx.stream(), a);
   }
-  if (absl::Status s = LastLaunchStatus("DecodeAttentionKernel"); !s.ok()) {
-    return s;
-  }
-  if (a.counters != nullptr) return absl::OkStatus();  // Merged in-kernel.
-  const dim3 combine_grid(static_cast<unsigned>(a.heads),
-                          static_cast<unsigned>(a.n));
-  LaunchKernel(ctx.programmatic_launch(), DecodeCombineKernel, combine_grid,
-               dim3(kThreads), 0, ctx.stream(), a);
-  return LastLaunchStatus("DecodeCombineKernel");
+  return FinishDecodeLaunch(ctx, a, grid);
 }
 
 }  // namespace
@@ -1207,11 +1244,23 @@ int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args) {
                                     args.key_splits * (args.head_dim + 2);
 }
 
+// Cache rows above which an f16 cache decodes in 128-key chunks.
+constexpr int64_t kLongChunkCacheRows = 2048;
+
 int64_t DecodeChunkKeys(const DeviceAttentionArgs& args) {
   const int64_t keys = args.decode_chunk_keys;
-  return PickHeadDim(args.head_dim) == 128 && (keys == 16 || keys == 32)
-             ? keys
-             : kDecodeKeysPerChunk;
+  const int head_dim = PickHeadDim(args.head_dim);
+  if (head_dim == 128 && (keys == 16 || keys == 32)) return keys;
+  // Long f16 caches: a warp holds 16 keys in about the registers 8 f32 keys
+  // take (HeldRun), so a block has the bytes of an f32 block in flight and
+  // the grid half the blocks (with 8 keys a warp an f16 cache decoded no
+  // faster than f32, h200_run87). Short caches keep more, shorter blocks.
+  if (head_dim <= 128 && args.k_cache != nullptr &&
+      args.k_cache->dtype() == DType::kF16 &&
+      args.k_cache->dim(0) > kLongChunkCacheRows) {
+    return 2 * kDecodeKeysPerChunk;
+  }
+  return kDecodeKeysPerChunk;
 }
 
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {

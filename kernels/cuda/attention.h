@@ -77,7 +77,9 @@ struct DeviceAttentionArgs {
   const int32_t* head_ids = nullptr;
   int64_t head_group = 0;
   // Decode only: keys per chunk (one block each), 16, 32 or 64; shorter
-  // chunks only for head_dim 65..128, else 64 (DecodeChunkKeys).
+  // chunks only for head_dim 65..128, else 64 (DecodeChunkKeys); an f16
+  // cache of more than 2048 rows and head_dim <= 128 takes 128-key chunks
+  // for 64.
   int64_t decode_chunk_keys = kDecodeKeysPerChunk;
 };
 

@@ -134,7 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
                           Case{100, 0, 128, 8, 2, 16},     // prefill, pad d
                           Case{130, 20, 160, 4, 1, 128},   // tile tail, offset
                           Case{70, 0, 70, 2, 2, 256},      // largest head dim
-                          Case{65, 5, 80, 3, 3, 40}),      // odd head dim
+                          Case{65, 5, 80, 3, 3, 40},       // odd head dim
+                          // Long caches: an f16 cache's 128-key chunks.
+                          Case{1, 2990, 3000, 8, 2, 128},
+                          Case{2, 2500, 2600, 4, 4, 64}),
         kKvDtypes),
     CaseAndDtype<AttentionTest::ParamType>);
 
@@ -281,7 +284,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(
         ::testing::Values(HeadSubsetCase{300, 1, 32, 32, 8, 128},  // MHA
                           HeadSubsetCase{200, 3, 16, 4, 6, 64},    // GQA
-                          HeadSubsetCase{100, 2, 8, 2, 3, 40}),    // pad d
+                          HeadSubsetCase{100, 2, 8, 2, 3, 40},     // pad d
+                          HeadSubsetCase{2100, 1, 8, 8, 4, 128}),  // long
         kKvDtypes),
     CaseAndDtype<HeadSubsetAttentionTest::ParamType>);
 
