@@ -54,22 +54,6 @@ __device__ __forceinline__ int VisiblePrefix(const FlashArgs& a, int pos) {
   return VisibleKeyCount(a.key_pos, a.max_keys, pos);
 }
 
-__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const __half* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4],
-                                                const __half* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(addr));
-}
-
 template <int D>
 constexpr int TileStride() {
   return D + 8;  // halves per staged row: 16-byte rows shifted 4 banks apart

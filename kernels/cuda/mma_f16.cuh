@@ -1,5 +1,5 @@
 // f16 tensor-core pieces shared by the attention kernels (attention.cu,
-// flash_prefill.cu); include from .cu files only.
+// flash_prefill.cu, pipelined_attention.cu); include from .cu files only.
 #ifndef DYNSPARSE_KERNELS_CUDA_MMA_F16_CUH_
 #define DYNSPARSE_KERNELS_CUDA_MMA_F16_CUH_
 
@@ -14,6 +14,24 @@ namespace dynsparse::cuda {
 __device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// ldmatrix: four 8x8 b16 matrices from shared memory, lanes 8m..8m+7
+// addressing the rows of matrix m; .trans hands each lane a column pair
+// instead of a row pair (V's B fragment, k = key, from key-major rows).
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const __half* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4],
+                                                const __half* p) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "r"(addr));
 }
 
 // c += A B for one m16n8k16 tile: A's four and B's two f16x2 fragment

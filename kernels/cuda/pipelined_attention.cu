@@ -82,24 +82,6 @@ struct StageShare {
   static constexpr int kRows = kStageKeys / kRowsPerPass;
 };
 
-// ldmatrix: four 8x8 b16 matrices from shared memory, lanes 8m..8m+7
-// addressing the rows of matrix m; .trans hands each lane a column pair
-// instead of a row pair (V's B fragment, k = key, from key-major rows).
-__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const __half* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4],
-                                                const __half* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile(
-      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "r"(addr));
-}
-
 template <int kKeyParts>
 constexpr int BlockRows() {
   return 16 * kWarps / kKeyParts;

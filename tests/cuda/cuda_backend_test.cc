@@ -180,6 +180,27 @@ class CudaBackendTest : public testutil::CudaTest,
     return c;
   }
 
+  // The largest relative difference between two sessions' logits over a
+  // prompt's last row and `steps` decode steps, each fed b's greedy token;
+  // -1 when a step fails.
+  double WorstDifference(Session& a, Session& b, int64_t prompt,
+                         int64_t steps) {
+    auto la = a.Forward(Prompt(prompt), prompt - 1);
+    auto lb = b.Forward(Prompt(prompt), prompt - 1);
+    double worst = 0.0;
+    for (int64_t s = 0; s <= steps; ++s) {
+      EXPECT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
+      if (!la.ok() || !lb.ok()) return -1.0;
+      worst = std::max(
+          worst, testutil::RelativeError(la->ToF32Vector(), lb->ToF32Vector()));
+      if (s == steps) break;
+      const std::vector<int32_t> one = {Argmax(*lb)};
+      la = a.Forward(one, 0);
+      lb = b.Forward(one, 0);
+    }
+    return worst;
+  }
+
   CpuBackend cpu_backend_{2};
   std::unique_ptr<CudaBackend> cuda_;
   std::unique_ptr<LoadedModel> model_;
@@ -258,18 +279,7 @@ TEST_P(CudaBackendTest, FusedDecodeAttentionMatchesUnfused) {
   Session fused(model_->config, device_weights_, *cuda_, all, prompt + steps);
   Session unfused(model_->config, apart.weights, *apart.backend, all,
                   prompt + steps);
-  auto a = fused.Forward(Prompt(prompt), prompt - 1);
-  auto b = unfused.Forward(Prompt(prompt), prompt - 1);
-  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-  double worst = 0.0;
-  for (int64_t s = 0; s < steps; ++s) {
-    const std::vector<int32_t> one = {Argmax(*b)};
-    a = fused.Forward(one, 0);
-    b = unfused.Forward(one, 0);
-    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-    worst = std::max(
-        worst, testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector()));
-  }
+  const double worst = WorstDifference(fused, unfused, prompt, steps);
   std::cout << GetParam() << " fused vs unfused decode attention: max rel "
             << worst << "\n";
   EXPECT_LT(worst, 1e-6);
@@ -325,19 +335,7 @@ TEST_P(CudaBackendTest, HalfModelsKeepF16KvCaches) {
                prompt + steps);
   EXPECT_EQ(half.cache().keys(0).dtype(), DType::kF16);
   EXPECT_EQ(full.cache().values(0).dtype(), DType::kF32);
-  auto a = half.Forward(Prompt(prompt), 0);
-  auto b = full.Forward(Prompt(prompt), 0);
-  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-  double worst = testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector());
-  for (int64_t s = 0; s < steps; ++s) {
-    const std::vector<int32_t> one = {
-        Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
-    a = half.Forward(one, 0);
-    b = full.Forward(one, 0);
-    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-    worst = std::max(
-        worst, testutil::RelativeError(a->ToF32Vector(), b->ToF32Vector()));
-  }
+  const double worst = WorstDifference(half, full, prompt, steps);
   std::cout << GetParam() << " f16 vs f32 KV cache, f16 weights: max rel "
             << worst << "\n";
   EXPECT_GT(worst, 0.0);  // The caches differ, so the f16 one is in use.
