@@ -6,8 +6,10 @@
 // 16-byte reads of 8 lanes hit distinct banks), the online-softmax update is a
 // warp reduction per row, and in the P*V step lane j owns output columns
 // j, j+32, ... so V reads are conflict-free and P reads are broadcasts.
-// Decode: lane j owns head dimensions j, j+32, ...; each warp takes 8 keys of
-// the block's 64-key chunk with all their loads issued before any reduction.
+// Decode: lane j owns head dimensions j, j+32, ... (an f16 cache: a run of
+// head_dim / 32 adjacent ones); each warp takes 8 keys of the block's 64-key
+// chunk (16 of 128 for long f16 caches) with all their loads issued before
+// any reduction.
 // Every kernel that reads the KV cache is templated on its element type KvT
 // (float or __half, kv_access.cuh): the cache elements are converted to f32
 // where they are loaded, so the arithmetic is the same for both.
@@ -591,18 +593,10 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
   __syncthreads();
 }
 
-// One chunk of keys of one (row, head): the partial max, sum and weighted
-// values into `entry`. Key j of the chunk counts iff j < limit and its cache
-// row is at most `pos` (a key list may hold later rows). Every K and V load
-// of a warp's keys is issued before any reduction: one memory round trip
-// instead of two (the kernel is latency-bound at short contexts). kNewRow:
-// q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
-// it while the K/V loads are in flight (before them it cost every block one
-// more round trip: 8% at 16k keys).
 // A lane's kCols elements of one key or value row, held from the load to
 // their use: f32 values, or for an f16 cache packed pairs (half the
 // registers, so a warp holds 16 keys of an f16 cache where it holds 8 f32
-// ones; LaunchDecode).
+// ones; DecodeChunkKeys).
 template <typename KvT, int kCols>
 struct HeldRun {
   float v[kCols];
@@ -643,6 +637,14 @@ struct HeldRun<__half, kCols> {
   }
 };
 
+// One chunk of keys of one (row, head): the partial max, sum and weighted
+// values into `entry`. Key j of the chunk counts iff j < limit and its cache
+// row is at most `pos` (a key list may hold later rows). Every K and V load
+// of a warp's keys is issued before any reduction: one memory round trip
+// instead of two (the kernel is latency-bound at short contexts). kNewRow:
+// q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
+// it while the K/V loads are in flight (before them it cost every block one
+// more round trip: 8% at 16k keys).
 template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int kvh, int pos, int chunk0,
@@ -963,14 +965,9 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
           "attention: q and out must be f32, got ", t->DebugString()));
     }
   }
-  if (absl::Status s = CheckKvDtype(*args.k_cache, "attention k_cache");
+  if (absl::Status s = CheckKvPair(*args.k_cache, *args.v_cache, "attention");
       !s.ok()) {
     return s;
-  }
-  if (args.v_cache->dtype() != args.k_cache->dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attention: v_cache ", args.v_cache->DebugString(),
-        " must have the dtype of k_cache ", args.k_cache->DebugString()));
   }
   if (args.head_dim <= 0 || args.head_dim > kMaxAttentionHeadDim ||
       args.num_heads <= 0 || args.num_kv_heads <= 0 ||

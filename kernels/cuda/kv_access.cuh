@@ -95,8 +95,21 @@ inline absl::Status CheckKvDtype(const Tensor& cache, const char* what) {
       what, ": a KV cache must be f32 or f16, got ", cache.DebugString()));
 }
 
+// OK for K and V caches that are both f32 or both f16.
+inline absl::Status CheckKvPair(const Tensor& k_cache, const Tensor& v_cache,
+                                const char* what) {
+  if (absl::Status s = CheckKvDtype(k_cache, what); !s.ok()) return s;
+  if (v_cache.dtype() != k_cache.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": v_cache ", v_cache.DebugString(),
+        " must have the dtype of k_cache ", k_cache.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 // Runs fn(float{}) or fn(__half{}) by the cache's element type (checked with
-// CheckKvDtype first), so a launcher instantiates its kernel for both.
+// CheckKvDtype or CheckKvPair first), so a launcher instantiates its kernel for
+// both.
 template <typename Fn>
 decltype(auto) DispatchKv(const Tensor& cache, Fn&& fn) {
   if (cache.dtype() == DType::kF16) return fn(__half{});

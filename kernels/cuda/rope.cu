@@ -167,15 +167,13 @@ absl::Status RopeWriteKv(DeviceContext& ctx, const Tensor& inv_freq,
         absl::StrCat("RopeWriteKv positions must be i32 [", n, "], got ",
                      positions.DebugString()));
   }
+  RETURN_IF_ERROR(CheckKvPair(*k_cache, *v_cache, "RopeWriteKv"));
   for (const Tensor* cache : {k_cache, v_cache}) {
     RETURN_IF_ERROR(CheckOnDevice(*cache, "KV cache"));
-    RETURN_IF_ERROR(CheckKvDtype(*cache, "RopeWriteKv"));
-    if (cache->rank() != 2 || cache->dim(1) != kv_heads * head_dim ||
-        cache->dtype() != k_cache->dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RopeWriteKv caches must be [capacity, ", kv_heads * head_dim,
-          "] of one dtype, got ", k_cache->DebugString(), " and ",
-          v_cache->DebugString()));
+    if (cache->rank() != 2 || cache->dim(1) != kv_heads * head_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RopeWriteKv caches must be [capacity, ",
+                       kv_heads * head_dim, "], got ", cache->DebugString()));
     }
   }
   const size_t smem = rotate ? 2 * half * sizeof(float) : 0;
