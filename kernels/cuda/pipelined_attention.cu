@@ -7,7 +7,9 @@
 // list never stalls the copies. The stages hold the cache's elements as
 // they are: an f32 cache's are packed to f16 fragments by the warps, an f16
 // cache's are the fragments already and come from ldmatrix. An f16 stage is
-// half the bytes, so its ring is twice as deep (Stages).
+// half the bytes. Both rings have three 32-key stages: a six-stage f16 ring
+// timed the same (16 / 64 / 200 rows over 16k keys: 108 / 155 / 530 us with
+// three, 109 / 159 / 531 with six; h200_run86, h200_run87).
 //
 // A warp owns 16 query rows and 32 / kKeyParts keys of each stage: with 16
 // rows or fewer the four warps split every stage's keys four ways (tile of
@@ -34,14 +36,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStageKeys = kPipelinedStageKeys;
-// Ring depth: three f32 stages (two in flight while one is computed); an
-// f16 stage is half the bytes, so six keep about as many bytes in flight a
-// block (four of three f16 stages left the kernel at ~55% of the copy
-// bandwidth, h200_run86).
-template <typename KvT>
-constexpr int Stages() {
-  return std::is_same_v<KvT, float> ? 3 : 6;
-}
+constexpr int kStages = 3;
 
 // Row strides in elements of the cache type KvT. f32: K is read as float2
 // at (key 8j + g, column 16s + 2t): with D + 8 the 16 lanes of each half warp
@@ -64,12 +59,12 @@ constexpr int StageElems() {
 }
 template <int D, typename KvT>
 constexpr int RingBytes() {
-  return Stages<KvT>() * StageElems<D, KvT>() * static_cast<int>(sizeof(KvT));
+  return kStages * StageElems<D, KvT>() * static_cast<int>(sizeof(KvT));
 }
 template <int D, typename KvT>
 constexpr int SmemBytes() {
   return RingBytes<D, KvT>() +
-         Stages<KvT>() * kStageKeys * static_cast<int>(sizeof(int));
+         kStages * kStageKeys * static_cast<int>(sizeof(int));
 }
 
 // This thread's share of a stage's copies: kPieces 16-byte pieces (of
@@ -96,7 +91,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kKStride = KStride<D, KvT>();
   constexpr int kVStride = VStride<D, KvT>();
   constexpr bool kF32 = std::is_same_v<KvT, float>;
-  constexpr int kStages = Stages<KvT>();
   // One extern array for every instantiation (its type must not vary); an
   // f16 ring views it as halves.
   extern __shared__ __align__(16) float smem[];
