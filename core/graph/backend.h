@@ -61,9 +61,9 @@ struct LastQueryArgs {
 // Lazy K/V completion for skipped heads (DejaVu's ring, METHODS.md §1.8;
 // core/graph/sparse_blocks.h). A layer keeps the attention inputs of its
 // last F decode tokens in a ring; a kv head's K/V for a ring token is computed
-// exactly once: when the head is next active, at the latest F steps later
-// (a head owing the K/V of the token whose slot the new token takes is
-// active for that step), or at a flush.
+// exactly once: when the head is next active, at the latest F - 1 steps
+// later (a head owing the K/V of the token whose slot the next token will
+// take is active for that step), or at a flush.
 struct LazyKvArgs {
   // This token's attention input [1, hidden] (post-norm), or null for a flush
   // without a new token (before a dense attention step reads the cache).

@@ -160,8 +160,8 @@ Tensor SparseBlocks::DecodeAttention(int64_t layer, const Tensor& h,
   backend_.GatherLinear(h, w.wq, w.bq, ids, hd, /*activate=*/false,
                         config_.activation, &q);
   if (rope_.enabled()) backend_.ApplyRope(rope_, positions, k, &q);
-  // No periodic flush: a head owing the K/V of the token this one replaces
-  // in the ring completes it in this step (LazyKvArgs).
+  // No periodic flush: a head owing the K/V of the token the next one will
+  // replace in the ring completes it in this step (LazyKvArgs).
   ring.step = {pos, pos % kRingSlots, 0};
   RunLazyKv(layer, &h, &ids, cache);
   ring.dirty = true;

@@ -11,10 +11,12 @@
 //   completed lazily (METHODS.md §1.8): each layer keeps the attention inputs
 //   of its last kRingSlots decode tokens; a kv head computes its missing K/V
 //   whenever it is active, and a head that still owes the K/V of the token
-//   whose slot the new token takes is made active for that step (so the
-//   forced work is spread over steps, not one flush of every head each
-//   kRingSlots steps). Each (token, head) K/V is computed exactly once, and
-//   an active head always sees a complete cache.
+//   whose slot the next token will take is made active for that step (so
+//   the forced work is spread over steps, not one flush of every head each
+//   kRingSlots steps, and a head owes at most kRingSlots - 1 old tokens and
+//   the new one). Each (token, head) K/V is computed exactly once, at most
+//   kRingSlots - 1 steps late (as in DejaVu's release), and an active head
+//   always sees a complete cache.
 //   GQA: a kv head is active when any of its query heads is kept.
 // Everything is driven by device ids and staged host scalars with a fixed
 // op sequence, so a sparse decode step replays as one CUDA graph.
@@ -39,7 +41,7 @@ namespace dynsparse {
 class SparseBlocks {
  public:
   // Ring window (DejaVu's release flushes every 16 steps; here each head
-  // completes a token at the latest 16 steps later).
+  // completes a token at the latest 15 steps later, as there).
   static constexpr int32_t kRingSlots = 16;
   // Prefills of more rows run masked: per-row gathers would read the weights
   // once per row.

@@ -216,10 +216,15 @@ void LazyKv(const LazyKvArgs& a) {
     for (int64_t j = 0; j < a.head_ids->numel(); ++j) {
       active[a.head_ids->data<int32_t>()[j] / group] = 1;
     }
-    // A head that still owes the K/V of the token whose slot this token
-    // takes completes now, before that input is overwritten.
+    // A head that still owes the K/V of the token whose slot the next token
+    // will take completes now: it then owes at most slots - 1 old tokens
+    // plus this one, one tensor-core pass on CUDA (a 17th token took a
+    // second pass over the head's weights). The slot this token takes is
+    // then never owed while positions come in order; a head owing it
+    // anyway completes now too, before that input is overwritten.
+    const int64_t next = (slot + 1) % slots;
     for (int64_t g = 0; a.h != nullptr && g < kv; ++g) {
-      if (pending[slot * kv + g]) active[g] = 1;
+      if (pending[slot * kv + g] || pending[next * kv + g]) active[g] = 1;
     }
   }
   // Work items: (kv head, input row, position) for every missing K/V.

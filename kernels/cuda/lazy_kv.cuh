@@ -45,8 +45,10 @@ struct LazyArgs {
 // The work of kv head g this step: its missing (slot, position) pairs in
 // slot order, and the new token (slot -1) last. Returns whether the head is
 // active: a kept query head maps to it, or it still owes the K/V of the
-// token whose ring slot this step's token takes (completed now, before its
-// input is overwritten), or the step flushes. Called by the 32 lanes of one
+// token whose ring slot the next step's token takes (so it owes at most
+// slots - 1 old tokens and the new one: one pass of LazyKvMmaKernel), or of
+// the one this step's token takes (never while positions come in order;
+// completed before its input is overwritten), or the step flushes. Called by the 32 lanes of one
 // warp, which read the head ids, the pending flags and the ring positions
 // side by side, all in one memory round trip (no load waits on another; a
 // serial scan by one thread cost the kernel tens of microseconds in
@@ -62,9 +64,11 @@ __device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,
   const int pos = a.step[0], slot = a.step[1], flush = a.step[2];
   bool kept = false;
   for (int j = lane; j < a.k; j += 32) kept |= a.head_ids[j] / a.group == g;
+  const int next = slot + 1 == a.slots ? 0 : slot + 1;
   const bool active = __any_sync(0xffffffffu, kept) || flush != 0 ||
                       a.h == nullptr ||
-                      __shfl_sync(0xffffffffu, owed, slot) != 0;
+                      __shfl_sync(0xffffffffu, owed, slot) != 0 ||
+                      __shfl_sync(0xffffffffu, owed, next) != 0;
   int c = 0;
   if (active) {
     const bool owes = owed != 0;

@@ -221,9 +221,10 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
   // layer's stays dense), and never for masked execution.
   EXPECT_EQ(a.transposed, 0);
   EXPECT_EQ(b.transposed, c.num_layers - 1);
-  // Every head completes a token at the latest one ring length after it:
-  // after the last position (24) rows 0..8 are complete in the sparse cache.
-  const int64_t complete = 5 + 20 - SparseBlocks::kRingSlots;
+  // Every head completes a token at the latest one ring length less one
+  // after it: after the last position (24) rows 0..9 are complete in the
+  // sparse cache.
+  const int64_t complete = 5 + 20 - (SparseBlocks::kRingSlots - 1);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t width = c.kv_dim();
     const std::vector<float> ka(a.keys[l].begin(),

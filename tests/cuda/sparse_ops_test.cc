@@ -453,12 +453,18 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
     } cs, gs, hs;  // CPU, GPU, GPU with f16 caches.
     Backend* backends[] = {&cpu_, gpu_.get(), gpu_.get()};
     Side* sides[] = {&cs, &gs, &hs};
+    // The ring starts owed in full by every kv head (positions 40..55), which
+    // in-order steps never leave: the first step computes 17 tokens a head,
+    // two tensor-core passes.
+    const Tensor ring_x = Random({slots, hidden});
+    std::vector<int32_t> ring_pos(slots);
+    for (int64_t s = 0; s < slots; ++s) ring_pos[s] = 40 + s;
     for (int i = 0; i < 3; ++i) {
       const DType cache = i == 2 ? DType::kF16 : DType::kF32;
-      sides[i]->x = backends[i]->Allocate(DType::kF32, {slots, hidden});
-      sides[i]->pos = backends[i]->Allocate(DType::kI32, {slots});
-      sides[i]->pending =
-          *backends[i]->Upload(Tensor::Zeros(DType::kI32, {slots, kv}));
+      sides[i]->x = *backends[i]->Upload(ring_x);
+      sides[i]->pos = *backends[i]->Upload(Tensor::FromI32(ring_pos, {slots}));
+      sides[i]->pending = *backends[i]->Upload(
+          Tensor::FromI32(std::vector<int32_t>(slots * kv, 1), {slots, kv}));
       sides[i]->kc = *backends[i]->Upload(Tensor::Zeros(cache, {64, kv * hd}));
       sides[i]->vc = *backends[i]->Upload(Tensor::Zeros(cache, {64, kv * hd}));
     }
@@ -509,7 +515,8 @@ TEST_F(SparseOpsTest, LazyKvMatchesCpuOverManySteps) {
         }
       }
     }
-    // After the final flush every row 3..38 is complete: nothing pending.
+    // After the final flush every row 3..38 and 40..55 is complete: nothing
+    // pending.
     for (int64_t i = 0; i < slots * kv; ++i) {
       EXPECT_EQ(cs.pending.data<int32_t>()[i], 0);
     }
