@@ -110,6 +110,12 @@ class Method {
   // (on a device short of memory it transposes W2 in place, and the layer's
   // dense MLP would then lose its fused kernels).
   virtual bool MaySparsifyNeurons(int64_t layer) const { return true; }
+  // Sparse execution's lazy K/V window (core/graph/sparse_blocks.h): a head
+  // completes the K/V of a token it skipped at the latest window - 1 steps
+  // later, 2..kMaxLazyKvWindow (DejaVu's release: 16). It changes the speed
+  // only: an active head always sees a complete cache.
+  static constexpr int32_t kMaxLazyKvWindow = 16;
+  virtual int32_t LazyKvWindow() const { return kMaxLazyKvWindow; }
   // True when SelectHeads and SelectNeurons keep everything at every layer,
   // with no side work: a decode row's layers may then run as one
   // Backend::DecodeStack call.

@@ -14,8 +14,11 @@ SparseBlocks::SparseBlocks(const ModelConfig& config,
       backend_(backend),
       rope_(rope),
       enabled_(method.execution() == SparseExecution::kSparse &&
-               backend.SupportsSparse()) {
+               backend.SupportsSparse()),
+      ring_slots_(method.LazyKvWindow()) {
   if (!enabled_) return;
+  DS_CHECK(ring_slots_ >= 2 && ring_slots_ <= Method::kMaxLazyKvWindow)
+      << method.name() << ": lazy K/V window " << ring_slots_;
   rings_.resize(config.num_layers);
   in_place_.resize(config.num_layers);
   sparse_mlp_.resize(config.num_layers);
@@ -30,11 +33,11 @@ SparseBlocks::SparseBlocks(const ModelConfig& config,
           backend_.TransposedWeight(w_down).raw_data() == w_down.raw_data();
     }
     Ring& ring = rings_[l];
-    ring.x = backend_.Allocate(DType::kF32, {kRingSlots, config.hidden_size});
-    ring.pos = backend_.Allocate(DType::kI32, {kRingSlots});
+    ring.x = backend_.Allocate(DType::kF32, {ring_slots_, config.hidden_size});
+    ring.pos = backend_.Allocate(DType::kI32, {ring_slots_});
     // Only `pending` is read before it is written: it starts at zero.
     absl::StatusOr<Tensor> pending = backend_.Upload(
-        Tensor::Zeros(DType::kI32, {kRingSlots, config.num_kv_heads}));
+        Tensor::Zeros(DType::kI32, {ring_slots_, config.num_kv_heads}));
     DS_CHECK(pending.ok()) << pending.status().ToString();
     ring.pending = *pending;
   }
@@ -162,7 +165,7 @@ Tensor SparseBlocks::DecodeAttention(int64_t layer, const Tensor& h,
   if (rope_.enabled()) backend_.ApplyRope(rope_, positions, k, &q);
   // No periodic flush: a head owing the K/V of the token the next one will
   // replace in the ring completes it in this step (LazyKvArgs).
-  ring.step = {pos, pos % kRingSlots, 0};
+  ring.step = {pos, pos % ring_slots_, 0};
   RunLazyKv(layer, &h, &ids, cache);
   ring.dirty = true;
   ring.next = pos + 1;

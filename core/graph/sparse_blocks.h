@@ -9,14 +9,14 @@
 // - Attention (decode, one row): Q of the kept heads, attention of the kept
 //   heads, W_O over the kept heads' columns. K/V of skipped heads are
 //   completed lazily (METHODS.md §1.8): each layer keeps the attention inputs
-//   of its last kRingSlots decode tokens; a kv head computes its missing K/V
-//   whenever it is active, and a head that still owes the K/V of the token
-//   whose slot the next token will take is made active for that step (so
-//   the forced work is spread over steps, not one flush of every head each
-//   kRingSlots steps, and a head owes at most kRingSlots - 1 old tokens and
-//   the new one). Each (token, head) K/V is computed exactly once, at most
-//   kRingSlots - 1 steps late (as in DejaVu's release), and an active head
-//   always sees a complete cache.
+//   of its last W decode tokens in a ring (W = Method::LazyKvWindow()); a kv
+//   head computes its missing K/V whenever it is active, and a head that
+//   still owes the K/V of the token whose slot the next token will take is
+//   made active for that step (so the forced work is spread over steps, not
+//   one flush of every head each W steps, and a head owes at most W - 1 old
+//   tokens and the new one). Each (token, head) K/V is computed exactly
+//   once, at most W - 1 steps late (W = 16: as in DejaVu's release), and an
+//   active head always sees a complete cache.
 //   GQA: a kv head is active when any of its query heads is kept.
 // Everything is driven by device ids and staged host scalars with a fixed
 // op sequence, so a sparse decode step replays as one CUDA graph.
@@ -40,9 +40,6 @@ namespace dynsparse {
 
 class SparseBlocks {
  public:
-  // Ring window (DejaVu's release flushes every 16 steps; here each head
-  // completes a token at the latest 15 steps later, as there).
-  static constexpr int32_t kRingSlots = 16;
   // Prefills of more rows run masked: per-row gathers would read the weights
   // once per row.
   static constexpr int64_t kMaxRows = 8;
@@ -53,6 +50,8 @@ class SparseBlocks {
                Backend& backend, const RopeTable& rope, const Method& method);
 
   bool enabled() const { return enabled_; }
+  // The lazy K/V ring's slots (Method::LazyKvWindow()).
+  int32_t ring_slots() const { return ring_slots_; }
   // True when the backend had no room for a transposed copy of this layer's
   // W2 and transposed the weight in place (CudaBackend on OPT-66B): the
   // layer's dense MLP must then end in DownOfAll too.
@@ -98,6 +97,7 @@ class SparseBlocks {
   Backend& backend_;
   const RopeTable& rope_;
   bool enabled_;
+  int32_t ring_slots_;
   std::vector<Ring> rings_;
   std::vector<char> in_place_;
   std::vector<char> sparse_mlp_;  // Layers with a transposed W2.

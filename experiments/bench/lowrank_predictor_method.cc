@@ -64,6 +64,9 @@ absl::StatusOr<std::unique_ptr<Method>> LowRankPredictorMethod::Create(
       ok = value.rfind("random:", 0) == 0 &&
            absl::SimpleAtoi(value.substr(7), &o.rank) && o.rank > 0;
       if (!ok) return BadArg(arg, "only predictors=random:D (D > 0)");
+    } else if (key == "lazy_kv_window") {
+      ok = absl::SimpleAtoi(value, &o.lazy_kv_window) &&
+           o.lazy_kv_window >= 2 && o.lazy_kv_window <= kMaxLazyKvWindow;
     } else if (key == "execution") {
       ok = value == "sparse" || value == "masked";
       o.sparse = value == "sparse";

@@ -31,6 +31,7 @@ class LowRankPredictorMethod : public Method {
     int64_t rank = 1000;
     bool sparse = true;
     bool sparse_prefill = false;
+    int32_t lazy_kv_window = kMaxLazyKvWindow;
     uint64_t seed = 1;
   };
   // Parses key=value arguments (errors name the argument).
@@ -44,6 +45,7 @@ class LowRankPredictorMethod : public Method {
     return options_.sparse ? SparseExecution::kSparse
                            : SparseExecution::kMasked;
   }
+  int32_t LazyKvWindow() const override { return options_.lazy_kv_window; }
   bool MaySparsifyNeurons(int64_t layer) const override {
     return layer >= static_cast<int64_t>(layers_.size()) ||
            layers_[layer].mlp.k > 0;

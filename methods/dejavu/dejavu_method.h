@@ -34,6 +34,9 @@ class DejavuMethod : public Method {
   void SelectNeurons(const LayerSite& site, const Tensor& x,
                      UnitSelection* neurons) override;
   SparseExecution execution() const override { return options_.execution; }
+  int32_t LazyKvWindow() const override {
+    return static_cast<int32_t>(options_.lazy_kv_window);
+  }
   bool MaySparsifyNeurons(int64_t layer) const override {
     return layer >= static_cast<int64_t>(mlp_kept_.size()) ||
            mlp_kept_[layer] > 0;

@@ -52,9 +52,9 @@ const std::vector<std::string>& DejavuParameterNames() {
       "predictors",       "selector",        "mlp_keep",
       "head_keep",        "mlp_keep_layers", "head_keep_layers",
       "dense_first_mlp",  "dense_last_mlp",  "dense_first_heads",
-      "dense_last_heads", "execution",       "seed",
-      "calib_corpus",     "calib_tokens",    "mlp_rank",
-      "head_rank",        "train_device"};
+      "dense_last_heads", "execution",       "lazy_kv_window",
+      "seed",             "calib_corpus",    "calib_tokens",
+      "mlp_rank",         "head_rank",       "train_device"};
   return *kNames;
 }
 
@@ -112,6 +112,13 @@ absl::StatusOr<DejavuOptions> ParseDejavuOptions(const MethodArgs& args) {
   } else {
     return Bad("execution",
                absl::StrCat("'", execution, "' (valid: masked, sparse)"));
+  }
+  ASSIGN_OR_RETURN(o.lazy_kv_window,
+                   args.GetInt("lazy_kv_window", Method::kMaxLazyKvWindow));
+  if (o.lazy_kv_window < 2 || o.lazy_kv_window > Method::kMaxLazyKvWindow) {
+    return Bad("lazy_kv_window",
+               absl::StrCat(o.lazy_kv_window, " is outside 2..",
+                            Method::kMaxLazyKvWindow));
   }
   ASSIGN_OR_RETURN(o.seed, args.GetInt("seed", 0));
   o.calib_corpus = args.GetString("calib_corpus", "");

@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "core/graph/sparse_blocks.h"
 #include "core/model_shapes.h"
@@ -27,11 +28,13 @@ enum class Source { kIndices, kIds, kOracle };
 class RandomSelection : public Method {
  public:
   RandomSelection(SparseExecution execution, Source source, int64_t heads_k,
-                  int64_t neurons_k)
+                  int64_t neurons_k,
+                  int32_t lazy_kv_window = kMaxLazyKvWindow)
       : execution_(execution),
         source_(source),
         heads_k_(heads_k),
-        neurons_k_(neurons_k) {}
+        neurons_k_(neurons_k),
+        lazy_kv_window_(lazy_kv_window) {}
   std::string name() const override { return "random-selection-test"; }
   absl::Status Attach(const ModelConfig& config, Backend&) override {
     config_ = config;
@@ -39,6 +42,7 @@ class RandomSelection : public Method {
   }
   void BeginSequence() override { calls_.clear(); }
   SparseExecution execution() const override { return execution_; }
+  int32_t LazyKvWindow() const override { return lazy_kv_window_; }
   bool MaySparsifyNeurons(int64_t layer) const override {
     return neurons_k_ > 0 && layer != config_.num_layers - 1;
   }
@@ -81,6 +85,7 @@ class RandomSelection : public Method {
   SparseExecution execution_;
   Source source_;
   int64_t heads_k_, neurons_k_;
+  int32_t lazy_kv_window_;
   ModelConfig config_;
   std::map<std::pair<int64_t, int>, int> calls_;
 };
@@ -196,35 +201,25 @@ class SparseExecutionTest
   }
 };
 
-TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
-  const ModelConfig c = Config();
-  const ModelWeights w = RandomWeights(c, 7);
-  const Source source = std::get<1>(GetParam());
-  const int64_t heads_k = 1, neurons_k = c.intermediate_size / 4;
-  RandomSelection masked(SparseExecution::kMasked, source, heads_k, neurons_k);
-  RandomSelection sparse(SparseExecution::kSparse, source, heads_k, neurons_k);
-  // 5-token prefill (sparse MLP rows), 20 decode steps: the ring wraps at
-  // position 16, so the heads not kept complete older tokens as it does, and
-  // K/V stay pending at the end.
-  const SeqRun a = RunSequence(c, w, masked, 5, 20);
-  const SeqRun b = RunSequence(c, w, sparse, 5, 20);
+// b (sparse, lazy K/V window `window`) against a (masked) on the same
+// selections.
+void ExpectSparseRunMatches(const ModelConfig& c, const SeqRun& a,
+                            const SeqRun& b, Source source, int32_t window) {
   ASSERT_EQ(a.logits.size(), b.logits.size());
   for (size_t i = 0; i < a.logits.size(); ++i) {
     ExpectClose(a.logits[i], b.logits[i], "logits of step", i);
   }
-  EXPECT_EQ(a.lazy_kv, 0);
   if (source != Source::kOracle) {
     EXPECT_GT(b.lazy_kv, 0) << "the sparse head path did not run";
   }
   EXPECT_GT(b.gather_t, 0) << "the sparse MLP path did not run";
   // W2 is transposed for the layers whose MLP may be sparse only (the last
-  // layer's stays dense), and never for masked execution.
-  EXPECT_EQ(a.transposed, 0);
+  // layer's stays dense).
   EXPECT_EQ(b.transposed, c.num_layers - 1);
-  // Every head completes a token at the latest one ring length less one
-  // after it: after the last position (24) rows 0..9 are complete in the
-  // sparse cache.
-  const int64_t complete = 5 + 20 - (SparseBlocks::kRingSlots - 1);
+  // Every head completes a token at the latest window - 1 steps after it:
+  // after the last position (24) rows 0..24 - (window - 1) are complete in
+  // the sparse cache.
+  const int64_t complete = 5 + 20 - (window - 1);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t width = c.kv_dim();
     const std::vector<float> ka(a.keys[l].begin(),
@@ -234,6 +229,29 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
     ExpectClose(ka, kb, "keys of layer", l);
   }
 }
+
+TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
+  const ModelConfig c = Config();
+  const ModelWeights w = RandomWeights(c, 7);
+  const Source source = std::get<1>(GetParam());
+  const int64_t heads_k = 1, neurons_k = c.intermediate_size / 4;
+  RandomSelection masked(SparseExecution::kMasked, source, heads_k, neurons_k);
+  const SeqRun a = RunSequence(c, w, masked, 5, 20);
+  EXPECT_EQ(a.lazy_kv, 0);
+  EXPECT_EQ(a.transposed, 0);
+  // The lazy K/V windows: DejaVu's 16 and a short one.
+  for (const int32_t window : {Method::kMaxLazyKvWindow, 5}) {
+    SCOPED_TRACE(absl::StrCat("lazy K/V window ", window));
+    RandomSelection sparse(SparseExecution::kSparse, source, heads_k,
+                           neurons_k, window);
+    // 5-token prefill (sparse MLP rows), 20 decode steps: the ring wraps
+    // (at position 16 or 5), so the heads not kept complete older tokens as
+    // it does, and K/V stay pending at the end.
+    const SeqRun b = RunSequence(c, w, sparse, 5, 20);
+    ExpectSparseRunMatches(c, a, b, source, window);
+  }
+}
+
 
 TEST_P(SparseExecutionTest, TruncatedSequenceStaysEqual) {
   const ModelConfig c = Config();

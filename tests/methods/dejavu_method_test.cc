@@ -127,20 +127,25 @@ TEST(DejavuMethodTest, SparseExecutionMatchesMasked) {
     const ModelWeights w = RandomWeights(c, 3);
     CpuBackend backend(1);
     for (const char* selector : {"predictor", "oracle", "random"}) {
-      std::vector<float> out[2];
-      for (int sparse = 0; sparse < 2; ++sparse) {
+      // Masked, then sparse with DejaVu's lazy K/V window and a short one.
+      std::vector<float> out[3];
+      for (int sparse = 0; sparse < 3; ++sparse) {
         auto method = Attached(
             {absl::StrCat("selector=", selector), "predictors=random:8",
              "mlp_keep=0.25", "head_keep=0.5", "seed=2",
-             sparse ? "execution=sparse" : "execution=masked"},
+             sparse ? "execution=sparse" : "execution=masked",
+             sparse == 2 ? "lazy_kv_window=3" : "lazy_kv_window=16"},
             c, backend);
         ASSERT_NE(method, nullptr);
         out[sparse] = Logits(c, w, *method);
       }
-      ASSERT_EQ(out[0].size(), out[1].size());
-      for (size_t i = 0; i < out[0].size(); ++i) {
-        ASSERT_NEAR(out[0][i], out[1][i], 1e-4f * (1 + std::fabs(out[0][i])))
-            << selector << " logit " << i;
+      for (int sparse = 1; sparse < 3; ++sparse) {
+        ASSERT_EQ(out[0].size(), out[sparse].size());
+        for (size_t i = 0; i < out[0].size(); ++i) {
+          ASSERT_NEAR(out[0][i], out[sparse][i],
+                      1e-4f * (1 + std::fabs(out[0][i])))
+              << selector << " run " << sparse << " logit " << i;
+        }
       }
     }
   }
@@ -285,6 +290,8 @@ TEST(DejavuMethodTest, BadArgumentsNameTheParameter) {
   expect_error({"predictors=random:x"}, "random:D");
   expect_error({"selector=oracle", "execution=fast"}, "'execution'");
   expect_error({"selector=oracle", "train_device=tpu"}, "'train_device'");
+  expect_error({"selector=oracle", "lazy_kv_window=1"}, "'lazy_kv_window'");
+  expect_error({"selector=oracle", "lazy_kv_window=17"}, "'lazy_kv_window'");
   expect_error({"selector=oracle", "mlp_keep=0.5", "mlp_keep_layers=0.5"},
                "not both");
   auto m = Make({"selector=oracle", "head_keep_layers=0.5,0.5"});
