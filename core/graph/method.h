@@ -113,9 +113,13 @@ class Method {
   // Sparse execution's lazy K/V window (core/graph/sparse_blocks.h): a head
   // completes the K/V of a token it skipped at the latest window - 1 steps
   // later, 2..kMaxLazyKvWindow (DejaVu's release: 16). It changes the speed
-  // only: an active head always sees a complete cache.
+  // only: an active head always sees a complete cache. The default, 8, keeps
+  // a head's owed tokens within one 8-token group of the tensor-core lazy
+  // K/V kernel: OPT-66B DejaVu decode 16.88 -> 16.25 ms against 16
+  // (results/bench/h200_run93).
   static constexpr int32_t kMaxLazyKvWindow = 16;
-  virtual int32_t LazyKvWindow() const { return kMaxLazyKvWindow; }
+  static constexpr int32_t kDefaultLazyKvWindow = 8;
+  virtual int32_t LazyKvWindow() const { return kDefaultLazyKvWindow; }
   // True when SelectHeads and SelectNeurons keep everything at every layer,
   // with no side work: a decode row's layers may then run as one
   // Backend::DecodeStack call.

@@ -7,7 +7,10 @@
 // real ones. Its arguments are the speed-relevant subset of `dejavu`'s:
 //   mlp_keep=F head_keep=F dense_first_mlp=N dense_last_mlp=N
 //   dense_first_heads=N dense_last_heads=N predictors=random:D
-//   execution=masked|sparse seed=S sparse_prefill=0|1
+//   execution=masked|sparse seed=S sparse_prefill=0|1 lazy_kv_window=W
+// Unlike `dejavu`, it runs each predictor in line, right before the block it
+// selects for (no lookahead, no side stream), so it times slower: OPT-66B
+// decode ~0.9 ms a token (results/bench/h200_run94).
 // Prefill is dense unless sparse_prefill=1 (DejaVu's latency path).
 #ifndef DYNSPARSE_EXPERIMENTS_BENCH_LOWRANK_PREDICTOR_METHOD_H_
 #define DYNSPARSE_EXPERIMENTS_BENCH_LOWRANK_PREDICTOR_METHOD_H_
@@ -31,7 +34,7 @@ class LowRankPredictorMethod : public Method {
     int64_t rank = 1000;
     bool sparse = true;
     bool sparse_prefill = false;
-    int32_t lazy_kv_window = kMaxLazyKvWindow;
+    int32_t lazy_kv_window = kDefaultLazyKvWindow;
     uint64_t seed = 1;
   };
   // Parses key=value arguments (errors name the argument).

@@ -114,7 +114,7 @@ absl::StatusOr<DejavuOptions> ParseDejavuOptions(const MethodArgs& args) {
                absl::StrCat("'", execution, "' (valid: masked, sparse)"));
   }
   ASSIGN_OR_RETURN(o.lazy_kv_window,
-                   args.GetInt("lazy_kv_window", Method::kMaxLazyKvWindow));
+                   args.GetInt("lazy_kv_window", Method::kDefaultLazyKvWindow));
   if (o.lazy_kv_window < 2 || o.lazy_kv_window > Method::kMaxLazyKvWindow) {
     return Bad("lazy_kv_window",
                absl::StrCat(o.lazy_kv_window, " is outside 2..",

@@ -32,7 +32,7 @@ struct DejavuOptions {
   int64_t dense_last_heads = 0;
   SparseExecution execution = SparseExecution::kSparse;
   // Method::LazyKvWindow (2..16): speed only, never a number.
-  int64_t lazy_kv_window = Method::kMaxLazyKvWindow;
+  int64_t lazy_kv_window = Method::kDefaultLazyKvWindow;
   int64_t seed = 0;
   // How missing predictors are made (`dynsparse run` calibrates them before
   // the first job); also checked against an existing folder's metadata.

@@ -29,7 +29,7 @@ class RandomSelection : public Method {
  public:
   RandomSelection(SparseExecution execution, Source source, int64_t heads_k,
                   int64_t neurons_k,
-                  int32_t lazy_kv_window = kMaxLazyKvWindow)
+                  int32_t lazy_kv_window = kDefaultLazyKvWindow)
       : execution_(execution),
         source_(source),
         heads_k_(heads_k),
