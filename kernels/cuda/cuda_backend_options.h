@@ -109,9 +109,6 @@ struct CudaBackendOptions {
   // slower, results/bench/h200_run47, h200_run54), 2 wherever it applies.
   // DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
-  // Its clusters: 4 or 8 column blocks, or 0 for the size that places more
-  // blocks at once (results/bench/h200_run95). DYNSPARSE_CUDA_MLP_CLUSTER.
-  int64_t fused_sparse_mlp_cluster = 0;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

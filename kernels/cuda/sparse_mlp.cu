@@ -28,14 +28,11 @@
 namespace dynsparse::cuda {
 namespace {
 
-// Column blocks of a split: 8 (the portable size) or 4. Clusters of 8 at two
-// blocks an SM left OPT-66B's grid at 30 clusters, 240 of the 264 slots
-// (cudaOccupancyMaxActiveClusters: a cluster must fit in one GPC); clusters
-// of 4 place more blocks.
-constexpr int kMaxCluster = 8;
-constexpr int kGroups = 4;           // Unit groups of the transposed gather.
+constexpr int kCluster = 8;  // Column blocks of a split (portable size).
+constexpr int kGroups = 4;   // Unit groups of the transposed gather.
 constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
-constexpr int kMaxThreads = 768;     // Hidden sizes up to 12288 (OPT-175B).
+constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
+constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
 // Two blocks an SM (<= 40 registers, <= 100 KB of shared memory each).
 constexpr int kMaxWarps = kMaxThreads / 32;
 
@@ -44,31 +41,27 @@ __device__ __forceinline__ float Activate(float v) {
   return Act<static_cast<Activation>(A)>(v);
 }
 
-// Block of 4 * tc threads, tc = d / 64 column threads (d a multiple of 512:
-// whole warps), so each thread holds 2 of the 8-wide chunks of a d-wide row
-// in the up phase (d / 8 chunks over d / 16 threads) and 8 * (8 / kCluster)
-// of the block's d / kCluster columns in the down phase. Weights are staged through
+// Block of 4 * tc threads, tc = d / 64 column threads of 8 columns (d a
+// multiple of 512: whole warps), so each thread holds 2 of the 8-wide chunks
+// of a d-wide row in the up phase (d / 8 chunks over d / 16 threads) and 8 of
+// the block's d / 8 columns in the down phase. Weights are staged through
 // shared memory by cp.async in thread-private slots (a thread reads back
 // only what it copied, so no barrier guards them): a thread keeps kUpStages
 // units of the up projection, then kDownStages units of the transposed
 // gather, in flight without holding them in registers, and the gather's
 // first copies go out before the cluster barrier.
-template <bool kGated, int kCluster>
+template <bool kGated>
 struct StageTile {
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
   static constexpr int kUpStages = kGated ? 2 : 4;
-  // 8-column chunks a thread takes of each unit in the transposed gather.
-  static constexpr int kDownChunks = kMaxCluster / kCluster;
-  // Units in flight: 8 chunks a thread either way.
-  static constexpr int kDownStages = 8 / kDownChunks;
-  // 16-byte slots a thread: 2 chunks a row in the up phase, kDownChunks a
-  // unit in the transposed gather (the phases reuse them).
-  static constexpr int kSlots = std::max(kRowsPerUnit * 2 * kUpStages,
-                                         kDownStages * kDownChunks);
-  static constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
+  static constexpr int kDownStages = 8;
+  // 16-byte slots a thread: 2 chunks a row in the up phase, 1 a unit in the
+  // transposed gather (the phases reuse them).
+  static constexpr int kSlots =
+      std::max(kRowsPerUnit * 2 * kUpStages, kDownStages);
 };
 
-template <typename T, int A, bool kGated, int kCluster>
+template <typename T, int A, bool kGated>
 __global__ void __launch_bounds__(kMaxThreads, 2)
     FusedSparseMlpKernel(const float* __restrict__ x, int d,
                          const T* __restrict__ w_up, const void* b_up,
@@ -80,13 +73,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  using Tile = StageTile<kGated, kCluster>;
+  using Tile = StageTile<kGated>;
   constexpr int kRows = Tile::kRowsPerUnit;
   constexpr int kUpStages = Tile::kUpStages;
   constexpr int kDownStages = Tile::kDownStages;
-  constexpr int kDownChunks = Tile::kDownChunks;
-  constexpr int kMaxBlockUnits = Tile::kMaxBlockUnits;
-  constexpr int kCols = 8 * kDownChunks;  // Columns a thread, down phase.
   __shared__ float s_h[kMaxSplitUnits];
   __shared__ float s_mine[kMaxBlockUnits];
   __shared__ float s_red[kMaxWarps][kRows * kMaxBlockUnits];  // Up, gate.
@@ -99,8 +89,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
-  // Units j0 + rank + kCluster * i.
-  const int mine = (n - rank + kCluster - 1) / kCluster;
+  const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
   PdlWait();
 
@@ -163,20 +152,16 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   }
 
   // 3's copies start now (they need only the ids): thread (col, group)
-  // takes units group, group + kGroups, ... of the split for its kCols
-  // columns.
+  // takes units group, group + kGroups, ... of the split for its 8 columns.
   const int col = tid % tc, group = tid / tc;
-  const int64_t c0 = (static_cast<int64_t>(rank) * tc + col) * kCols;
+  const int64_t c0 = (static_cast<int64_t>(rank) * tc + col) * 8;
   const int my_n = n > group ? (n - group + kGroups - 1) / kGroups : 0;
   auto copy_down = [&](int m) {
     if (m < my_n) {
-      const T* src =
-          w_down_t + static_cast<int64_t>(ids[j0 + group + kGroups * m]) * d +
-          c0;
-#pragma unroll
-      for (int c = 0; c < kDownChunks; ++c) {
-        CpAsync16(slot((m % kDownStages) * kDownChunks + c), src + 8 * c);
-      }
+      CpAsync16(slot(m % kDownStages),
+                w_down_t +
+                    static_cast<int64_t>(ids[j0 + group + kGroups * m]) * d +
+                    c0);
     }
     CpAsyncCommit();
   };
@@ -192,46 +177,36 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   __syncthreads();
 
   // 3. Transposed gather over the split's units for this block's columns.
-  float acc[kCols];
+  float acc[8];
 #pragma unroll
-  for (int e = 0; e < kCols; ++e) acc[e] = 0.f;
+  for (int e = 0; e < 8; ++e) acc[e] = 0.f;
   for (int m = 0; m < my_n; ++m) {
     copy_down(m + kDownStages - 1);
     CpAsyncWait<kDownStages - 1>();
+    float wv[8];
+    Convert8(*reinterpret_cast<const Raw8<T>*>(slot(m % kDownStages)), wv);
     const float a = s_h[group + kGroups * m];
 #pragma unroll
-    for (int c = 0; c < kDownChunks; ++c) {
-      float wv[8];
-      Convert8(*reinterpret_cast<const Raw8<T>*>(
-                   slot((m % kDownStages) * kDownChunks + c)),
-               wv);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[8 * c + e] = fmaf(a, wv[e], acc[8 * c + e]);
-    }
+    for (int e = 0; e < 8; ++e) acc[e] = fmaf(a, wv[e], acc[e]);
   }
   CpAsyncWait<0>();
   __syncthreads();  // s_sum overlays other threads' slots.
-  // [kGroups - 1][tc * kCols]
-  float* s_sum = reinterpret_cast<float*>(s_stage);
+  float* s_sum = reinterpret_cast<float*>(s_stage);  // [kGroups - 1][tc * 8]
   if (group > 0) {
 #pragma unroll
-    for (int e = 0; e < kCols; ++e)
-      s_sum[(group - 1) * tc * kCols + col * kCols + e] = acc[e];
+    for (int e = 0; e < 8; ++e)
+      s_sum[(group - 1) * tc * 8 + col * 8 + e] = acc[e];
   }
   __syncthreads();
   if (group == 0) {
     for (int g = 0; g < kGroups - 1; ++g) {
 #pragma unroll
-      for (int e = 0; e < kCols; ++e)
-        acc[e] += s_sum[g * tc * kCols + col * kCols + e];
+      for (int e = 0; e < 8; ++e) acc[e] += s_sum[g * tc * 8 + col * 8 + e];
     }
     float4* dst =
         reinterpret_cast<float4*>(partial + static_cast<int64_t>(s) * d + c0);
-#pragma unroll
-    for (int q = 0; q < kCols / 4; ++q) {
-      dst[q] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
-                           acc[4 * q + 3]);
-    }
+    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
   }
   // No block leaves while another may still read its s_mine.
   cluster.sync();
@@ -242,43 +217,30 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
 // Dynamic shared memory: the larger of the two phases' slots
 // (16 bytes a thread each, d / 16 threads) and s_sum.
-size_t StagingSmem(int64_t d, bool gated, int cluster) {
-  const int64_t slots = gated ? StageTile<true, kMaxCluster>::kSlots
-                              : StageTile<false, kMaxCluster>::kSlots;
-  static_assert(StageTile<true, 4>::kSlots == StageTile<true, 8>::kSlots &&
-                StageTile<false, 4>::kSlots == StageTile<false, 8>::kSlots);
+size_t StagingSmem(int64_t d, bool gated) {
+  const int64_t slots =
+      gated ? StageTile<true>::kSlots : StageTile<false>::kSlots;
   return std::max<size_t>(static_cast<size_t>(slots * (d / 16) * 16),
-                          static_cast<size_t>(kGroups - 1) * (d / cluster) * 4);
+                          static_cast<size_t>(kGroups - 1) * (d / 8) * 4);
 }
 
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
-                          int cluster, int splits,
-                          cudaLaunchAttribute* attributes) {
-  return ClusterLaunchConfig(
-      dim3(static_cast<unsigned>(cluster), static_cast<unsigned>(splits)),
-      dim3(static_cast<unsigned>(d / 16)), StagingSmem(d, gated, cluster),
-      ctx.stream(), cluster, ctx.programmatic_launch(), attributes);
+                          int splits, cudaLaunchAttribute* attributes) {
+  return ClusterLaunchConfig(dim3(kCluster, static_cast<unsigned>(splits)),
+                             dim3(static_cast<unsigned>(d / 16)),
+                             StagingSmem(d, gated), ctx.stream(), kCluster,
+                             ctx.programmatic_launch(), attributes);
 }
 
-// Calls f with the kernel for the weight type, activation, gating and
-// cluster size (4 or 8).
+// Calls f with the kernel for the weight type, activation and gating.
 template <typename F>
-absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
-                      F&& f) {
-  if (cluster != 4 && cluster != kMaxCluster) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FusedSparseMlp: clusters of ", cluster, " (4 or 8)"));
-  }
+absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
   auto pick = [&](auto t) -> absl::Status {
     using T = decltype(t);
     auto by_gate = [&](auto a_tag) -> absl::Status {
       constexpr int A = decltype(a_tag)::value;
-      if (cluster == 4) {
-        return gated ? f(FusedSparseMlpKernel<T, A, true, 4>, t)
-                     : f(FusedSparseMlpKernel<T, A, false, 4>, t);
-      }
-      return gated ? f(FusedSparseMlpKernel<T, A, true, kMaxCluster>, t)
-                   : f(FusedSparseMlpKernel<T, A, false, kMaxCluster>, t);
+      return gated ? f(FusedSparseMlpKernel<T, A, true>, t)
+                   : f(FusedSparseMlpKernel<T, A, false>, t);
     };
     switch (act) {
       case Activation::kRelu:
@@ -310,49 +272,35 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
 
 }  // namespace
 
-FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
-                                          DType dtype, bool gated,
-                                          Activation activation,
-                                          int cluster_size) {
+int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
+                           bool gated, Activation activation) {
   // Whole warps of d / 16 threads.
   if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
       (dtype != DType::kF16 && dtype != DType::kBF16)) {
-    return {};
+    return 0;
   }
-  FusedSparseMlpGrid best;
-  for (const int cluster : {kMaxCluster, 4}) {
-    if (cluster_size != 0 && cluster != cluster_size) continue;
-    int clusters = 0;
-    const absl::Status status = ByKernel(
-        dtype, activation, gated, cluster,
-        [&](auto kernel, auto t) -> absl::Status {
-          // Above 48 KB of dynamic shared memory needs the opt-in, set to
-          // the most any hidden size asks for.
-          DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-              static_cast<int>(
-                  StagingSmem(kMaxThreads * 16, gated, cluster))));
-          cudaLaunchAttribute attributes[2];
-          cudaLaunchConfig_t config =
-              Config(ctx, d, gated, cluster, 1, attributes);
-          config.numAttrs = 1;
-          DS_CUDA_RETURN_IF_ERROR(
-              cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-          return absl::OkStatus();
-        });
-    // Automatic: the size that places more blocks at once, 8 on a tie.
-    if (status.ok() && clusters * cluster > best.clusters * best.cluster) {
-      best = {cluster, clusters};
-    }
-  }
-  return best;
+  int clusters = 0;
+  const absl::Status status = ByKernel(
+      dtype, activation, gated, [&](auto kernel, auto t) -> absl::Status {
+        // Above 48 KB of dynamic shared memory needs the opt-in, set to
+        // the most any hidden size asks for.
+        DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            static_cast<int>(StagingSmem(kMaxThreads * 16, gated))));
+        cudaLaunchAttribute attributes[2];
+        cudaLaunchConfig_t config = Config(ctx, d, gated, 1, attributes);
+        config.numAttrs = 1;
+        DS_CUDA_RETURN_IF_ERROR(
+            cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+        return absl::OkStatus();
+      });
+  return status.ok() ? std::max(clusters, 0) : 0;
 }
 
-int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
-                         const Tensor& w_up, const Tensor* w_gate,
-                         const Tensor& w_down_t, int64_t k) {
+int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
+                         const Tensor* w_gate, const Tensor& w_down_t,
+                         int64_t k) {
   const int64_t d = x.numel();
-  const int clusters = grid.clusters;
   const bool shape_ok =
       clusters > 0 && x.dim(0) == 1 && w_up.dim(1) == d &&
       w_down_t.dim(1) == d && w_down_t.dtype() == w_up.dtype() &&
@@ -373,8 +321,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
-                            Activation activation, int cluster, int splits,
-                            float* scratch, Tensor* y) {
+                            Activation activation, int splits, float* scratch,
+                            Tensor* y) {
   const int64_t d = x.numel();
   if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
     return absl::InvalidArgumentError(
@@ -382,12 +330,12 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   RETURN_IF_ERROR(ByKernel(
-      w_up.dtype(), activation, w_gate != nullptr, cluster,
+      w_up.dtype(), activation, w_gate != nullptr,
       [&](auto kernel, auto t) -> absl::Status {
         using T = decltype(t);
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
-            Config(ctx, d, w_gate != nullptr, cluster, splits, attributes);
+            Config(ctx, d, w_gate != nullptr, splits, attributes);
         DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
             &config, kernel, x.data<float>(), static_cast<int>(d),
             static_cast<const T*>(w_up.raw_data()),

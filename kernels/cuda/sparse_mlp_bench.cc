@@ -9,7 +9,7 @@
 // then the predictors with their TopK, and the down projection over a
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
-//   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--cluster 0|4|8]
+//   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
 // timings; for quick A/B runs.)
 #include <cuda_runtime.h>
@@ -96,7 +96,7 @@ double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
 }
 
 void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
-         double copy_gbps, int iters, int cluster_option) {
+         double copy_gbps, int iters) {
   const int64_t d = sh.d, inter = sh.inter;
   const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
   const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
@@ -179,14 +179,14 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       "\"dense_ms\": %.5f, \"dense_bytes\": %lld, \"dense_gbps\": %.1f, "
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
       "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
-      "\"down_ms\": %.5f, \"unfused_ms\": %.5f, \"mlp_cluster_option\": %d}\n",
+      "\"down_ms\": %.5f, \"unfused_ms\": %.5f}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
       dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms,
-      unfused_ms, cluster_option);
+      unfused_ms);
   std::fflush(stdout);
 }
 
@@ -267,11 +267,9 @@ void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
 int main(int argc, char** argv) {
   using namespace dynsparse::cuda;
   int iters = 20;
-  int cluster = 0;  // The fused kernel's cluster size, 0: automatic.
   std::vector<std::string> only;  // --shape: see the top comment.
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--cluster") == 0) cluster = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
   }
   for (const std::string& name : only) {
@@ -284,13 +282,8 @@ int main(int argc, char** argv) {
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
-  if (cluster != 0 && cluster != 4 && cluster != 8) {
-    std::fprintf(stderr, "--cluster %d: 0, 4 or 8\n", cluster);
-    return 2;
-  }
   CudaBackendOptions fused_options;
   fused_options.fused_sparse_mlp = 2;
-  fused_options.fused_sparse_mlp_cluster = cluster;
   auto backend = CudaBackend::Create(fused_options);
   if (!backend.ok()) {
     std::fprintf(stderr, "no CUDA backend: %s\n",
@@ -315,9 +308,7 @@ int main(int argc, char** argv) {
         std::find(only.begin(), only.end(), s.name) == only.end()) {
       continue;
     }
-    for (double keep : {0.1, 0.25}) {
-      Run(b, **unfused, s, keep, *bw, iters, cluster);
-    }
+    for (double keep : {0.1, 0.25}) Run(b, **unfused, s, keep, *bw, iters);
   }
   if (!only.empty()) return 0;
   RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
