@@ -57,6 +57,7 @@ enum OpCode : uint64_t {
   kOpUnitNorms,
   kOpGatherLinear,
   kOpGatherLinearT,
+  kOpLinearTransposed,
   kOpGatherColumnsLinear,
   kOpGatherColumns,
   kOpSparseAttention,
@@ -1365,6 +1366,18 @@ void CudaBackend::GatherGatedLinear(const Tensor& x, const Tensor& w_up,
 void CudaBackend::GatherLinearT(const Tensor& x, const Tensor& w_t,
                                 const Tensor& bias, const Tensor& ids,
                                 Tensor* y) {
+  if (ids.empty() && RoundsInputForLinear(x, w_t)) {
+    // Every unit of a prefill: one GEMM (a layer whose W2 was transposed in
+    // place, SparseBlocks::DownOfAll).
+    HoldForSideWork(x);
+    HoldForSideWork(*y);
+    const uint64_t sig = MixTensor(
+        MixTensor(MixTensor(MixTensor(kOpLinearTransposed, x), w_t), bias), *y);
+    if (!Op(sig)) return;
+    Check(cuda::LinearTransposed(*active_, *pool_, x, w_t, bias, y),
+          "GatherLinearT");
+    return;
+  }
   const int64_t k = ids.empty() ? w_t.dim(0) : ids.dim(1);
   Tensor scratch = Allocate(
       DType::kF32, {GatherGemvTScratchFloats(*active_, x.dim(0), k, w_t.dim(1),

@@ -73,6 +73,34 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
   return absl::OkStatus();
 }
 
+absl::Status LinearTransposed(DeviceContext& ctx, DevicePool& pool,
+                              const Tensor& x, const Tensor& w_t,
+                              const Tensor& bias, Tensor* y) {
+  if (!RoundsInputForLinear(x, w_t) || y->rank() != 2 ||
+      x.dim(1) != w_t.dim(0) || y->dim(0) != x.dim(0) ||
+      y->dim(1) != w_t.dim(1) || y->dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("linear (transposed weight): x ", x.DebugString(),
+                     " w_t ", w_t.DebugString(), " y ", y->DebugString()));
+  }
+  const int64_t n = x.dim(0), in = w_t.dim(0), out = w_t.dim(1);
+  absl::StatusOr<Tensor> rounded = pool.Allocate(w_t.dtype(), x.shape());
+  if (!rounded.ok()) return rounded.status();
+  if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;
+  // Row-major y[n, out] is column-major y^T[out, n] = w_t (row-major
+  // [in, out]: column-major [out, in]) times x^T ([in, n] column-major).
+  const float alpha = 1.0f, beta = 0.0f;
+  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
+      ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(out),
+      static_cast<int>(n), static_cast<int>(in), &alpha, w_t.raw_data(),
+      CudaType(w_t.dtype()), static_cast<int>(out), rounded->raw_data(),
+      CudaType(rounded->dtype()), static_cast<int>(in), &beta, y->raw_data(),
+      CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+  if (!bias.empty()) return AddBias(ctx, bias, y);
+  return absl::OkStatus();
+}
+
 absl::Status LinearBatched(DeviceContext& ctx, const Tensor& x,
                            const Tensor& w_first, int64_t count,
                            Tensor* y_first) {

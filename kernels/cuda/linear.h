@@ -32,6 +32,16 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
 // to w's dtype (f16/bf16 weights, more than kGemvMaxBatch rows).
 bool RoundsInputForLinear(const Tensor& x, const Tensor& w);
 
+// y = x * w_t (+ bias) for a weight stored transposed, w_t [in, out]
+// f16/bf16 (DejaVu's W2^T, sparse_ops.h GatherGemvT), x [n, in] f32 with
+// more than kGemvMaxBatch rows: one cuBLAS GEMM from x rounded to w_t's
+// dtype, as Linear's prefill. A 128-row prefill over OPT-66B's W2^T took
+// GatherGemvT 3.27 ms against 0.195 ms for the GEMM over W2
+// (results/dejavu_speed/README.md).
+absl::Status LinearTransposed(DeviceContext& ctx, DevicePool& pool,
+                              const Tensor& x, const Tensor& w_t,
+                              const Tensor& bias, Tensor* y);
+
 // y_i = x w_i^T for `count` weights of w_first's shape that sit back to back
 // in memory (q/k/v, up/gate) into `count` f32 outputs of y_first's shape that
 // do too, as one strided-batched cuBLAS GEMM: one launch and one cuBLAS call

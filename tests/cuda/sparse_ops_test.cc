@@ -266,6 +266,28 @@ TEST_F(SparseOpsTest, GatherGemvsMatchCpu) {
   }
 }
 
+// Every unit of a prefill over a transposed weight (a layer whose W2 was
+// transposed in place) is one cuBLAS GEMM from x rounded to the weight's
+// dtype: against the CPU on the same rounded x.
+TEST_F(SparseOpsTest, TransposedWeightPrefillMatchesCpu) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    for (const auto& [rows, units, out] :
+         {std::tuple<int64_t, int64_t, int64_t>{9, 96, 64}, {40, 300, 136}}) {
+      const Tensor x = Random({rows, units}), wt = Random({units, out}, dt),
+                   bias = Random({out}, dt);
+      const Tensor ref_in = Tensor::FromF32(
+          Tensor::FromF32(x.ToF32Vector(), x.shape(), dt).ToF32Vector(),
+          x.shape());
+      Tensor ref = Tensor::Zeros(DType::kF32, {rows, out});
+      cpu_.GatherLinearT(ref_in, wt, bias, Tensor(), &ref);
+      Tensor y = gpu_->Allocate(DType::kF32, {rows, out});
+      gpu_->GatherLinearT(Up(x), Up(wt), Up(bias), Tensor(), &y);
+      EXPECT_LT(RelErr(Down(y), ref.ToF32Vector()), 1e-5)
+          << DTypeName(dt) << " rows " << rows;
+    }
+  }
+}
+
 // The one-launch sparse MLP of a decode row (sm_90: clusters of 8 column
 // blocks, sparse_mlp.h) against the CPU's two gathers, OPT (ReLU, biases)
 // and Llama (gated SiLU) forms, f16 and bf16, from one kept unit to splits
