@@ -48,10 +48,10 @@ struct LazyArgs {
 // token whose ring slot the next step's token takes (so it owes at most
 // slots - 1 old tokens and the new one: one pass of LazyKvMmaKernel), or of
 // the one this step's token takes (never while positions come in order;
-// completed before its input is overwritten), or the step flushes. Called by the 32 lanes of one
-// warp, which read the head ids, the pending flags and the ring positions
-// side by side, all in one memory round trip (no load waits on another; a
-// serial scan by one thread cost the kernel tens of microseconds in
+// completed before its input is overwritten), or the step flushes. Called by
+// the 32 lanes of one warp, which read the head ids, the pending flags and the
+// ring positions side by side, all in one memory round trip (no load waits on
+// another; a serial scan by one thread cost the kernel tens of microseconds in
 // dependent loads); the compute and commit kernels compute the same list
 // (pending changes only after).
 __device__ __forceinline__ bool LazyWork(const LazyArgs& a, int g,

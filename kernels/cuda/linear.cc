@@ -80,8 +80,8 @@ absl::Status LinearTransposed(DeviceContext& ctx, DevicePool& pool,
       x.dim(1) != w_t.dim(0) || y->dim(0) != x.dim(0) ||
       y->dim(1) != w_t.dim(1) || y->dtype() != DType::kF32) {
     return absl::InvalidArgumentError(
-        absl::StrCat("linear (transposed weight): x ", x.DebugString(),
-                     " w_t ", w_t.DebugString(), " y ", y->DebugString()));
+        absl::StrCat("linear (transposed weight): x ", x.DebugString(), " w_t ",
+                     w_t.DebugString(), " y ", y->DebugString()));
   }
   const int64_t n = x.dim(0), in = w_t.dim(0), out = w_t.dim(1);
   absl::StatusOr<Tensor> rounded = pool.Allocate(w_t.dtype(), x.shape());

@@ -55,9 +55,7 @@ class CombinedMethod : public Method {
   bool MaySparsifyNeurons(int64_t layer) const override {
     return head_neuron_->MaySparsifyNeurons(layer);
   }
-  int32_t LazyKvWindow() const override {
-    return head_neuron_->LazyKvWindow();
-  }
+  int32_t LazyKvWindow() const override { return head_neuron_->LazyKvWindow(); }
   SparseExecution execution() const override {
     return head_neuron_->execution();
   }

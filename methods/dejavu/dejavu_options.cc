@@ -48,13 +48,25 @@ absl::StatusOr<int64_t> NonNegative(const MethodArgs& args,
 }  // namespace
 
 const std::vector<std::string>& DejavuParameterNames() {
-  static const auto* const kNames = new std::vector<std::string>{
-      "predictors",       "selector",        "mlp_keep",
-      "head_keep",        "mlp_keep_layers", "head_keep_layers",
-      "dense_first_mlp",  "dense_last_mlp",  "dense_first_heads",
-      "dense_last_heads", "execution",       "lazy_kv_window",
-      "seed",             "calib_corpus",    "calib_tokens",
-      "mlp_rank",         "head_rank",       "train_device"};
+  static const auto* const kNames =
+      new std::vector<std::string>{"predictors",
+                                   "selector",
+                                   "mlp_keep",
+                                   "head_keep",
+                                   "mlp_keep_layers",
+                                   "head_keep_layers",
+                                   "dense_first_mlp",
+                                   "dense_last_mlp",
+                                   "dense_first_heads",
+                                   "dense_last_heads",
+                                   "execution",
+                                   "lazy_kv_window",
+                                   "seed",
+                                   "calib_corpus",
+                                   "calib_tokens",
+                                   "mlp_rank",
+                                   "head_rank",
+                                   "train_device"};
   return *kNames;
 }
 

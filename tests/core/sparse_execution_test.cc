@@ -242,8 +242,8 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
   // The lazy K/V windows: DejaVu's 16 and a short one.
   for (const int32_t window : {Method::kMaxLazyKvWindow, 5}) {
     SCOPED_TRACE(absl::StrCat("lazy K/V window ", window));
-    RandomSelection sparse(SparseExecution::kSparse, source, heads_k,
-                           neurons_k, window);
+    RandomSelection sparse(SparseExecution::kSparse, source, heads_k, neurons_k,
+                           window);
     // 5-token prefill (sparse MLP rows), 20 decode steps: the ring wraps
     // (at position 16 or 5), so the heads not kept complete older tokens as
     // it does, and K/V stay pending at the end.
@@ -251,7 +251,6 @@ TEST_P(SparseExecutionTest, SparseEqualsMaskedOnTheSameSelection) {
     ExpectSparseRunMatches(c, a, b, source, window);
   }
 }
-
 
 TEST_P(SparseExecutionTest, TruncatedSequenceStaysEqual) {
   const ModelConfig c = Config();
