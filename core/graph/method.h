@@ -115,8 +115,8 @@ class Method {
   // later, 2..kMaxLazyKvWindow (DejaVu's release: 16). It changes the speed
   // only: an active head always sees a complete cache. The default, 8, keeps
   // a head's owed tokens within one 8-token group of the tensor-core lazy
-  // K/V kernel: OPT-66B DejaVu decode 16.88 -> 16.25 ms against 16
-  // (results/bench/h200_run93).
+  // K/V kernel: OPT-66B DejaVu decode 15.23 -> 14.76 ms against 16
+  // (results/bench/h200_run94).
   static constexpr int32_t kMaxLazyKvWindow = 16;
   static constexpr int32_t kDefaultLazyKvWindow = 8;
   virtual int32_t LazyKvWindow() const { return kDefaultLazyKvWindow; }

@@ -10,7 +10,7 @@
 //   execution=masked|sparse seed=S sparse_prefill=0|1 lazy_kv_window=W
 // Unlike `dejavu`, it runs each predictor in line, right before the block it
 // selects for (no lookahead, no side stream), so it times slower: OPT-66B
-// decode ~0.9 ms a token (results/bench/h200_run94).
+// decode 16.39 against 14.76 ms a token (results/bench/h200_run94).
 // Prefill is dense unless sparse_prefill=1 (DejaVu's latency path).
 #ifndef DYNSPARSE_EXPERIMENTS_BENCH_LOWRANK_PREDICTOR_METHOD_H_
 #define DYNSPARSE_EXPERIMENTS_BENCH_LOWRANK_PREDICTOR_METHOD_H_

@@ -32,12 +32,12 @@ namespace {
 constexpr int kTiles = 2;   // 16-row tiles per block.
 constexpr int kSplits = 4;  // Warps per tile, each a quarter of hidden.
 constexpr int kWarps = kTiles * kSplits;
-// Groups of 8 tokens one pass covers: a whole ring. A head is made active
-// before it owes every slot (LazyWork), so it owes at most 15 old tokens and
-// the new one; a 17th (a ring owed in full, which in-order positions never
-// leave) takes a second pass. Forcing heads one step later made
-// every forced head owe 17 (results/bench/h200_run92). Three groups a pass
-// would spill registers in the k loop.
+// Groups of 8 tokens one pass covers: the largest ring (16 slots). A head is
+// made active before it owes every slot (LazyWork), so it owes at most
+// slots - 1 old tokens and the new one; a 17th (a ring of 16 owed in full,
+// which in-order positions never leave) takes a second pass. Forcing heads
+// one step later made every forced head owe 17 (results/bench/h200_run92).
+// Three groups a pass would spill registers in the k loop.
 constexpr int kMaxGroups = 2;
 static_assert(kMaxGroups * 8 == kMaxRing, "LazyKvMmaKernel's passes");
 static_assert(LazyKvMmaHiddenMultiple() % (64 * kSplits) == 0);
