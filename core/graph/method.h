@@ -119,6 +119,9 @@ class Method {
   // (results/bench/h200_run94).
   static constexpr int32_t kMaxLazyKvWindow = 16;
   static constexpr int32_t kDefaultLazyKvWindow = 8;
+  static constexpr bool IsLazyKvWindow(int64_t window) {
+    return window >= 2 && window <= kMaxLazyKvWindow;
+  }
   virtual int32_t LazyKvWindow() const { return kDefaultLazyKvWindow; }
   // True when SelectHeads and SelectNeurons keep everything at every layer,
   // with no side work: a decode row's layers may then run as one

@@ -17,7 +17,7 @@ SparseBlocks::SparseBlocks(const ModelConfig& config,
                backend.SupportsSparse()),
       ring_slots_(method.LazyKvWindow()) {
   if (!enabled_) return;
-  DS_CHECK(ring_slots_ >= 2 && ring_slots_ <= Method::kMaxLazyKvWindow)
+  DS_CHECK(Method::IsLazyKvWindow(ring_slots_))
       << method.name() << ": lazy K/V window " << ring_slots_;
   rings_.resize(config.num_layers);
   in_place_.resize(config.num_layers);

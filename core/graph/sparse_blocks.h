@@ -50,8 +50,6 @@ class SparseBlocks {
                Backend& backend, const RopeTable& rope, const Method& method);
 
   bool enabled() const { return enabled_; }
-  // The lazy K/V ring's slots (Method::LazyKvWindow()).
-  int32_t ring_slots() const { return ring_slots_; }
   // True when the backend had no room for a transposed copy of this layer's
   // W2 and transposed the weight in place (CudaBackend on OPT-66B): the
   // layer's dense MLP must then end in DownOfAll too.

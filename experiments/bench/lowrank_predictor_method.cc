@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Method>> LowRankPredictorMethod::Create(
       if (!ok) return BadArg(arg, "only predictors=random:D (D > 0)");
     } else if (key == "lazy_kv_window") {
       ok = absl::SimpleAtoi(value, &o.lazy_kv_window) &&
-           o.lazy_kv_window >= 2 && o.lazy_kv_window <= kMaxLazyKvWindow;
+           IsLazyKvWindow(o.lazy_kv_window);
     } else if (key == "execution") {
       ok = value == "sparse" || value == "masked";
       o.sparse = value == "sparse";

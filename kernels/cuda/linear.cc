@@ -19,6 +19,36 @@ cudaDataType_t CudaType(DType dtype) {
   }
 }
 
+// y [n, out] f32 = x [n, in] times w (+ bias), one cuBLAS GEMM, for w stored
+// [out, in] (Linear) or, with w_transposed, [in, out] (LinearTransposed).
+// x is rounded to w's dtype when they differ (f16/bf16 weights).
+absl::Status RowMajorGemm(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
+                          const Tensor& w, bool w_transposed,
+                          const Tensor& bias, Tensor* y) {
+  const int64_t n = x.dim(0), in = x.dim(1), out = y->dim(1);
+  Tensor a = x;
+  if (w.dtype() != x.dtype()) {
+    absl::StatusOr<Tensor> rounded = pool.Allocate(w.dtype(), x.shape());
+    if (!rounded.ok()) return rounded.status();
+    if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;
+    a = *rounded;
+  }
+  // Row-major y[n, out] is column-major y^T[out, n] = W x^T, x^T being
+  // [in, n] column-major. Row-major w [out, in] is column-major [in, out],
+  // used transposed; row-major w [in, out] is column-major [out, in] as is.
+  const float alpha = 1.0f, beta = 0.0f;
+  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
+      ctx.cublas(), w_transposed ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N,
+      static_cast<int>(out), static_cast<int>(n), static_cast<int>(in), &alpha,
+      w.raw_data(), CudaType(w.dtype()),
+      static_cast<int>(w_transposed ? out : in), a.raw_data(),
+      CudaType(a.dtype()), static_cast<int>(in), &beta, y->raw_data(),
+      CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+  if (!bias.empty()) return AddBias(ctx, bias, y);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool RoundsInputForLinear(const Tensor& x, const Tensor& w) {
@@ -47,27 +77,10 @@ absl::Status Linear(DeviceContext& ctx, DevicePool& pool, const Tensor& x,
     return Gemv(ctx, x, w, bias, y, options);
   }
 
-  const int64_t out = w.dim(0);
-  const int64_t in = w.dim(1);
-  Tensor a = x;
-  if (w.dtype() != x.dtype()) {
-    absl::StatusOr<Tensor> rounded = pool.Allocate(w.dtype(), x.shape());
-    if (!rounded.ok()) return rounded.status();
-    if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;
-    a = *rounded;
-  }
-  // Row-major y[n, out] is column-major y^T[out, n] = w (as [in, out]
-  // column-major, transposed) times x^T ([in, n] column-major).
-  const float alpha = 1.0f, beta = 0.0f;
-  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
-      ctx.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
-      static_cast<int>(n), static_cast<int>(in), &alpha, w.raw_data(),
-      CudaType(w.dtype()), static_cast<int>(in), a.raw_data(),
-      CudaType(a.dtype()), static_cast<int>(in), &beta, y->raw_data(),
-      CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
-  if (!bias.empty()) {
-    if (absl::Status s = AddBias(ctx, bias, y); !s.ok()) return s;
+  if (absl::Status s =
+          RowMajorGemm(ctx, pool, x, w, /*w_transposed=*/false, bias, y);
+      !s.ok()) {
+    return s;
   }
   if (activation.has_value()) return Activate(ctx, *activation, y);
   return absl::OkStatus();
@@ -83,22 +96,7 @@ absl::Status LinearTransposed(DeviceContext& ctx, DevicePool& pool,
         absl::StrCat("linear (transposed weight): x ", x.DebugString(), " w_t ",
                      w_t.DebugString(), " y ", y->DebugString()));
   }
-  const int64_t n = x.dim(0), in = w_t.dim(0), out = w_t.dim(1);
-  absl::StatusOr<Tensor> rounded = pool.Allocate(w_t.dtype(), x.shape());
-  if (!rounded.ok()) return rounded.status();
-  if (absl::Status s = ConvertF32(ctx, x, &*rounded); !s.ok()) return s;
-  // Row-major y[n, out] is column-major y^T[out, n] = w_t (row-major
-  // [in, out]: column-major [out, in]) times x^T ([in, n] column-major).
-  const float alpha = 1.0f, beta = 0.0f;
-  DS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
-      ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(out),
-      static_cast<int>(n), static_cast<int>(in), &alpha, w_t.raw_data(),
-      CudaType(w_t.dtype()), static_cast<int>(out), rounded->raw_data(),
-      CudaType(rounded->dtype()), static_cast<int>(in), &beta, y->raw_data(),
-      CUDA_R_32F, static_cast<int>(out), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
-  if (!bias.empty()) return AddBias(ctx, bias, y);
-  return absl::OkStatus();
+  return RowMajorGemm(ctx, pool, x, w_t, /*w_transposed=*/true, bias, y);
 }
 
 absl::Status LinearBatched(DeviceContext& ctx, const Tensor& x,

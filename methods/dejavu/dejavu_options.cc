@@ -127,7 +127,7 @@ absl::StatusOr<DejavuOptions> ParseDejavuOptions(const MethodArgs& args) {
   }
   ASSIGN_OR_RETURN(o.lazy_kv_window,
                    args.GetInt("lazy_kv_window", Method::kDefaultLazyKvWindow));
-  if (o.lazy_kv_window < 2 || o.lazy_kv_window > Method::kMaxLazyKvWindow) {
+  if (!Method::IsLazyKvWindow(o.lazy_kv_window)) {
     return Bad("lazy_kv_window",
                absl::StrCat(o.lazy_kv_window, " is outside 2..",
                             Method::kMaxLazyKvWindow));
