@@ -6,8 +6,8 @@
 // h200_run46). Here the transposed gather's grid, 8 column blocks x S splits
 // of the kept units, is launched as clusters of the 8 column blocks of one
 // split. Each block first computes the up projection of an eighth of its
-// split's units (a block reduction per unit), the cluster exchanges those
-// activations through distributed shared memory, and every block then runs
+// split's units (a block reduction per unit) and pushes those activations
+// into every block of the cluster (cluster_push.cuh); every block then runs
 // the transposed gather over the split's units for its columns, as
 // GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/cuda/act.cuh"
+#include "kernels/cuda/cluster_push.cuh"
 #include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/sparse_loads.cuh"
@@ -49,7 +50,10 @@ __device__ __forceinline__ float Activate(float v) {
 // only what it copied, so no barrier guards them): a thread keeps kUpStages
 // units of the up projection, then kDownStages units of the transposed
 // gather, in flight without holding them in registers, and the gather's
-// first copies go out before the cluster barrier.
+// first copies go out before the block waits for the cluster's activations.
+// The split's ids are read once into shared memory: read from global memory
+// before each copy, their latency sat in every iteration's path (the largest
+// stall of both loops, results/bench/h200_run97).
 template <bool kGated>
 struct StageTile {
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
@@ -77,8 +81,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   constexpr int kRows = Tile::kRowsPerUnit;
   constexpr int kUpStages = Tile::kUpStages;
   constexpr int kDownStages = Tile::kDownStages;
-  __shared__ float s_h[kMaxSplitUnits];
-  __shared__ float s_mine[kMaxBlockUnits];
+  __shared__ float s_h[kMaxSplitUnits];  // Pushed by the cluster's blocks.
+  __shared__ int32_t s_ids[kMaxSplitUnits];
+  __shared__ uint64_t s_pushed;  // Counts the bytes of s_h that arrived.
   __shared__ float s_red[kMaxWarps][kRows * kMaxBlockUnits];  // Up, gate.
   // Staging slots [slot][thread], 16 bytes each; s_sum at the end.
   extern __shared__ uint4 s_stage[];
@@ -92,12 +97,14 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
   PdlWait();
+  for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
+  if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
 
   // 1. Up projection of this block's units: thread t's chunks t and
   // t + threads of each row, kUpStages units ahead.
   auto copy_up = [&](int i) {
     if (i < mine) {
-      const int64_t row = ids[j0 + rank + kCluster * i];
+      const int64_t row = s_ids[rank + kCluster * i];
       const int base = (i % kUpStages) * kRows * 2;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
@@ -111,6 +118,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   float xv[2][8];
   LoadX8(x + 8 * tid, xv[0]);
   LoadX8(x + 8 * (tid + threads), xv[1]);
+  __syncthreads();  // s_ids, s_pushed.
+  ClusterArriveRelaxed();
 #pragma unroll
   for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
   for (int i = 0; i < mine; ++i) {
@@ -138,17 +147,20 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
   }
   __syncthreads();
+  ClusterWait();  // Every block's s_pushed is initialised.
   if (tid < mine) {
     float sum = 0.f, sumg = 0.f;
     for (int w = 0; w < warps; ++w) {
       sum += s_red[w][tid];
       if constexpr (kGated) sumg += s_red[w][kMaxBlockUnits + tid];
     }
-    const int64_t row = ids[j0 + rank + kCluster * tid];
+    const int q = rank + kCluster * tid;
+    const int64_t row = s_ids[q];
     const float v = sum + LoadAsFloat(b_up, bk, row, 0.f);
-    s_mine[tid] =
+    const float h =
         kGated ? Activate<A>(sumg + LoadAsFloat(b_gate, gk, row, 0.f)) * v
                : Activate<A>(v);
+    for (int r = 0; r < kCluster; ++r) Push(&s_h[q], h, &s_pushed, r);
   }
 
   // 3's copies start now (they need only the ids): thread (col, group)
@@ -158,23 +170,18 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int my_n = n > group ? (n - group + kGroups - 1) / kGroups : 0;
   auto copy_down = [&](int m) {
     if (m < my_n) {
-      CpAsync16(slot(m % kDownStages),
-                w_down_t +
-                    static_cast<int64_t>(ids[j0 + group + kGroups * m]) * d +
-                    c0);
+      CpAsync16(
+          slot(m % kDownStages),
+          w_down_t + static_cast<int64_t>(s_ids[group + kGroups * m]) * d + c0);
     }
     CpAsyncCommit();
   };
   CpAsyncWait<0>();  // The up stages' empty groups; slots are reused below.
 #pragma unroll
   for (int m = 0; m < kDownStages - 1; ++m) copy_down(m);
-  cluster.sync();
 
-  // 2. The split's activations from every block of the cluster.
-  for (int q = tid; q < n; q += threads) {
-    s_h[q] = *cluster.map_shared_rank(&s_mine[q / kCluster], q % kCluster);
-  }
-  __syncthreads();
+  // 2. The split's activations, pushed by every block of the cluster.
+  PushBarrierWait(&s_pushed);
 
   // 3. Transposed gather over the split's units for this block's columns.
   float acc[8];
@@ -208,8 +215,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
     dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
   }
-  // No block leaves while another may still read its s_mine.
-  cluster.sync();
+  // No cluster barrier at the end: no block reads another's shared memory,
+  // and each has received all its pushes before it gets here.
 #else
   __trap();  // Launched only on sm_90+ (FusedSparseMlpPlan).
 #endif
