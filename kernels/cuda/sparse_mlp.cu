@@ -254,7 +254,7 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
       if constexpr (std::is_same_v<T, __half> &&
                     A == static_cast<int>(Activation::kRelu)) {
         static const int variant = [] {
-          const char* e = std::getenv("DYNSPARSE_CUDA_MLP_STAGES");
+          const char* e = std::getenv("DS_EXPERIMENT_MLP_STAGES");
           return e ? std::atoi(e) : 0;
         }();
         if (!gated) {
