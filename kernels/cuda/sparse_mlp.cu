@@ -15,8 +15,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -67,8 +65,7 @@ struct StageTile {
       std::max(kRowsPerUnit * 2 * kUpStages, kDownStages);
 };
 
-// EXPERIMENT (run 99): kUp / kDown > 0 override the stage counts.
-template <typename T, int A, bool kGated, int kUp = 0, int kDown = 0>
+template <typename T, int A, bool kGated>
 __global__ void __launch_bounds__(kMaxThreads, 2)
     FusedSparseMlpKernel(const float* __restrict__ x, int d,
                          const T* __restrict__ w_up, const void* b_up,
@@ -82,16 +79,17 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   cg::cluster_group cluster = cg::this_cluster();
   using Tile = StageTile<kGated>;
   constexpr int kRows = Tile::kRowsPerUnit;
-  constexpr int kUpStages = kUp > 0 ? kUp : Tile::kUpStages;
-  constexpr int kDownStages = kDown > 0 ? kDown : Tile::kDownStages;
-  static_assert(kRows * 2 * kUpStages <= Tile::kSlots &&
-                kDownStages <= Tile::kSlots);
+  constexpr int kUpStages = Tile::kUpStages;
+  constexpr int kDownStages = Tile::kDownStages;
   __shared__ float s_h[kMaxSplitUnits];  // Pushed by the cluster's blocks.
   __shared__ int32_t s_ids[kMaxSplitUnits];
   __shared__ uint64_t s_pushed;  // Counts the bytes of s_h that arrived.
   __shared__ float s_red[kMaxWarps][kRows * kMaxBlockUnits];  // Up, gate.
-  // Staging slots [slot][thread], 16 bytes each; s_sum at the end.
-  extern __shared__ uint4 s_stage[];
+  // Staging slots [slot][thread], 16 bytes each; s_sum at the end. A warp's
+  // copies fill 512 contiguous bytes here: off 128-byte lines (the static
+  // arrays above end where they may), each copy was split in two and every
+  // weight sector read twice from L2 (run 98: 44 against 40 us).
+  extern __shared__ __align__(128) uint4 s_stage[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int threads = blockDim.x, warps = threads >> 5;
   const int tc = threads / kGroups;
@@ -251,33 +249,6 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
     using T = decltype(t);
     auto by_gate = [&](auto a_tag) -> absl::Status {
       constexpr int A = decltype(a_tag)::value;
-      if constexpr (std::is_same_v<T, __half> &&
-                    A == static_cast<int>(Activation::kRelu)) {
-        static const int variant = [] {
-          const char* e = std::getenv("DS_EXPERIMENT_MLP_STAGES");
-          return e ? std::atoi(e) : 0;
-        }();
-        if (!gated) {
-          switch (variant) {
-            case 24:
-              return f(FusedSparseMlpKernel<T, A, false, 2, 4>, t);
-            case 28:
-              return f(FusedSparseMlpKernel<T, A, false, 2, 8>, t);
-            case 34:
-              return f(FusedSparseMlpKernel<T, A, false, 3, 4>, t);
-            case 38:
-              return f(FusedSparseMlpKernel<T, A, false, 3, 8>, t);
-            case 44:
-              return f(FusedSparseMlpKernel<T, A, false, 4, 4>, t);
-            case 16:
-              return f(FusedSparseMlpKernel<T, A, false, 1, 6>, t);
-            case 26:
-              return f(FusedSparseMlpKernel<T, A, false, 2, 6>, t);
-            default:
-              break;
-          }
-        }
-      }
       return gated ? f(FusedSparseMlpKernel<T, A, true>, t)
                    : f(FusedSparseMlpKernel<T, A, false>, t);
     };
