@@ -302,7 +302,8 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
           {1536, 300, 45},
           {9216, 4096, 410},
           {9216, 4096, 3000},
-          // 768-thread blocks (hidden > 9216), loads before the barrier.
+          // 768-thread blocks (hidden > 9216), loads before the wait for
+          // the pushed activations.
           {12288, 1024, 600}}) {
       for (bool gated : {false, true}) {
         Tensor x = Random({1, d}), w_up = Random({units, d}, dt),
