@@ -1,10 +1,9 @@
 // Pushing values into the shared memory of other blocks of a cluster (sm_90+)
 // with st.async, each receiver counting the bytes that reach it on its own
 // mbarrier. A receiver waits only for its data, and no sender waits at all:
-// a cluster barrier between the phases of a kernel (cluster.sync) costs a
-// GPU-wide memory fence at its arrive, which also waits for the cp.async
-// copies a thread has in flight (FusedSparseMlpKernel, results/bench/
-// h200_run97).
+// a cluster barrier between the phases of a kernel (cluster.sync) compiles
+// to a GPU-wide memory fence (MEMBAR.ALL.GPU) before its arrive, where the
+// fused sparse MLP's warps stalled (results/bench/h200_run97).
 //
 // Use: one thread calls PushBarrierInit(bar, bytes) with the bytes its block
 // will receive in total; every thread then calls ClusterArriveRelaxed(), and
