@@ -9,7 +9,8 @@
 # (a lazyllm keys=cached decode step with revived rows, 4096-token prompt);
 # read `L2 Theoretical Sectors Global (Excessive)` of the LDGSTS lines.
 # Run from the repository root on the GPU machine after run_on_gpu.sh built
-# dynsparse-bench (build-cuda-gpu/); writes $OUT/ncu_sectors_{flash,split}.*.
+# dynsparse-bench (build-cuda-gpu/); writes $OUT/ncu_sectors_{flash,split}.*
+# (NCU_SECTORS_SASS=0: the sections only, no per-instruction CSV).
 set -uo pipefail
 bench=build-cuda-gpu/dynsparse-bench
 export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -22,6 +23,7 @@ prof() {  # name kernel-regex skip bench-args...
     --launch-skip "$skip" --launch-count 1 "${sections[@]}" \
     "$bench" "$@" >"$OUT/ncu_sectors_$name.txt" 2>&1
   echo "ncu $name -> rc $?"
+  [[ "${NCU_SECTORS_SASS:-1}" == 1 ]] || return 0
   timeout 200 ncu --clock-control none --kernel-name "regex:$kernel" \
     --launch-skip "$skip" --launch-count 1 --section SourceCounters \
     --page source --csv --print-source sass "$bench" "$@" \
