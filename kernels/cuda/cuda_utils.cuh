@@ -78,6 +78,14 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   return total;
 }
 
+// The GPU's global timer in ns (the same clock on every SM), for kernel
+// timelines (decode_stack.cu, sparse_mlp.cu).
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
 // Programmatic dependent launch (sm_90+): a kernel launched with
 // LaunchKernel(pdl = true) may start while the previous kernel in the stream
 // is still finishing; it must call PdlWait() before touching memory that

@@ -70,11 +70,11 @@ struct Params {
   const int32_t* position;
   const float* inv_freq;
   float* x;
-  float* qkv;         // [q_dim + 2 kv_dim]
-  float* context;     // [q_dim]
-  float* h;           // [inter]
-  float* partials;    // [heads][max_items][kPartialStride]
-  unsigned* barrier;  // [2 + heads]: count, generation, per-head counters
+  float* qkv;          // [q_dim + 2 kv_dim]
+  float* context;      // [q_dim]
+  float* h;            // [inter]
+  float* partials;     // [heads][max_items][kPartialStride]
+  unsigned* barrier;   // [2 + heads]: count, generation, per-head counters
   uint64_t* timeline;  // Null, or [layers][kDecodeStackEvents][grid] (ns).
 };
 
@@ -237,11 +237,9 @@ __device__ __forceinline__ uint4 Consume(const Params& p, uint4* stage,
 // The global timer at `event` of `layer`, by thread 0 (timeline runs only).
 __device__ __forceinline__ void Mark(const Params& p, int layer, int event) {
   if (p.timeline == nullptr || threadIdx.x != 0) return;
-  uint64_t now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   p.timeline[(static_cast<int64_t>(layer) * kDecodeStackEvents + event) *
                  gridDim.x +
-             blockIdx.x] = now;
+             blockIdx.x] = GlobalTimerNs();
 }
 
 __device__ __forceinline__ float4 LoadCoherent4(const float* p) {

@@ -29,8 +29,8 @@
 namespace dynsparse::cuda {
 namespace {
 
-constexpr int kCluster = 8;  // Column blocks of a split (portable size).
-constexpr int kGroups = 4;   // Unit groups of the transposed gather.
+constexpr int kCluster = kFusedMlpClusterBlocks;  // Portable size.
+constexpr int kGroups = 4;           // Unit groups of the transposed gather.
 constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
 constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
 constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         float* __restrict__ partial) {
+                         float* __restrict__ partial,
+                         uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -99,7 +100,15 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
   const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
+  // Timeline runs only: thread 0's global time at each FusedMlpEvent.
+  auto mark = [&](FusedMlpEvent e) {
+    if (timeline != nullptr && tid == 0) {
+      timeline[(blockIdx.y * gridDim.x + blockIdx.x) * kFusedMlpEvents +
+               static_cast<int>(e)] = GlobalTimerNs();
+    }
+  };
   PdlWait();
+  mark(FusedMlpEvent::kBegins);
   for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
   if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
 
@@ -150,6 +159,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
   }
   __syncthreads();
+  mark(FusedMlpEvent::kUpDone);
   ClusterWait();  // Every block's s_pushed is initialised.
   if (tid < mine) {
     float sum = 0.f, sumg = 0.f;
@@ -185,6 +195,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
   // 2. The split's activations, pushed by every block of the cluster.
   PushBarrierWait(&s_pushed);
+  mark(FusedMlpEvent::kActivationsIn);
 
   // 3. Transposed gather over the split's units for this block's columns.
   float acc[8];
@@ -201,6 +212,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   }
   CpAsyncWait<0>();
   __syncthreads();  // s_sum overlays other threads' slots.
+  mark(FusedMlpEvent::kDownDone);
   float* s_sum = reinterpret_cast<float*>(s_stage);  // [kGroups - 1][tc * 8]
   if (group > 0) {
 #pragma unroll
@@ -218,6 +230,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
     dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
   }
+  mark(FusedMlpEvent::kWritten);
   // No cluster barrier at the end: no block reads another's shared memory,
   // and each has received all its pushes before it gets here.
 #else
@@ -332,7 +345,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
                             Activation activation, int splits, float* scratch,
-                            Tensor* y) {
+                            Tensor* y, uint64_t* timeline) {
   const int64_t d = x.numel();
   if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
     return absl::InvalidArgumentError(
@@ -354,7 +367,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, scratch));
+            static_cast<int>(k), splits, scratch, timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
   return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);

@@ -29,18 +29,31 @@ int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
                          const Tensor* w_gate, const Tensor& w_down_t,
                          int64_t k);
 
+// What a timeline run of FusedSparseMlp records: each block's global time
+// (ns) at these events, [splits][8 column blocks][kFusedMlpEvents].
+enum class FusedMlpEvent {
+  kBegins,         // After the wait for the previous kernel.
+  kUpDone,         // The block's units' up projections summed.
+  kActivationsIn,  // Every activation of the split arrived.
+  kDownDone,       // The transposed gather's loop done.
+  kWritten,        // The block's partial sums written.
+};
+inline constexpr int kFusedMlpEvents = 5;
+inline constexpr int kFusedMlpClusterBlocks = 8;
+
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
 // `splits` comes from FusedSparseMlpSplits, so FusedSparseMlpClusters has run
 // for this kernel: it also opts the kernel into the shared memory it stages
-// weights in (up to 96 KB a block).
+// weights in (up to 96 KB a block). A `timeline` (device, splits *
+// kFusedMlpClusterBlocks * kFusedMlpEvents) gets each block's event times.
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor& w_up, const Tensor& b_up,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
                             Activation activation, int splits, float* scratch,
-                            Tensor* y);
+                            Tensor* y, uint64_t* timeline = nullptr);
 
 }  // namespace dynsparse::cuda
 

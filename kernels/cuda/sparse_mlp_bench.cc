@@ -9,9 +9,11 @@
 // then the predictors with their TopK, and the down projection over a
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
-//   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...]
+//   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--timeline]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
-// timings; for quick A/B runs.)
+// timings; for quick A/B runs. --timeline: after each MLP's line, one
+// {"timeline": ...} line from the fused kernel's event times,
+// sparse_mlp_timeline.h.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/sparse_mlp_timeline.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -96,7 +100,7 @@ double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
 }
 
 void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
-         double copy_gbps, int iters) {
+         double copy_gbps, int iters, bool timeline) {
   const int64_t d = sh.d, inter = sh.inter;
   const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
   const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
@@ -187,6 +191,19 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
       dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms,
       unfused_ms);
+  if (timeline) {
+    std::vector<FusedMlpOperands> ops;
+    for (const Copy& w : c) {
+      ops.push_back({w.w_up, w.b_up, w.w_gate, w.w_down_t, w.b_down, w.ids});
+    }
+    auto timed = MeasureFusedMlpTimeline(b, x, ops, act, per_graph);
+    if (timed.ok()) {
+      const std::string label = absl::StrFormat("%s keep %.2f", sh.name, keep);
+      std::printf("%s\n", FusedMlpTimelineJson(*timed, label).c_str());
+    } else {
+      std::fprintf(stderr, "%s\n", timed.status().ToString().c_str());
+    }
+  }
   std::fflush(stdout);
 }
 
@@ -272,6 +289,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
   }
+  const bool timeline = std::find_if(argv + 1, argv + argc, [](const char* a) {
+                          return std::strcmp(a, "--timeline") == 0;
+                        }) != argv + argc;
   for (const std::string& name : only) {
     if (!IsShapeName(name)) {
       std::fprintf(stderr, "--shape '%s': unknown (valid:", name.c_str());
@@ -308,7 +328,9 @@ int main(int argc, char** argv) {
         std::find(only.begin(), only.end(), s.name) == only.end()) {
       continue;
     }
-    for (double keep : {0.1, 0.25}) Run(b, **unfused, s, keep, *bw, iters);
+    for (double keep : {0.1, 0.25}) {
+      Run(b, **unfused, s, keep, *bw, iters, timeline);
+    }
   }
   if (!only.empty()) return 0;
   RunPredictor(b, 9216, 36864, 1000, 0.1, *bw, iters);
