@@ -12,6 +12,7 @@
 #include "core/model_config.h"
 #include "core/tensor.h"
 #include "kernels/cuda/device_context.h"
+#include "kernels/cuda/sparse_mlp_timeline.h"  // FusedMlpEvent
 
 namespace dynsparse::cuda {
 
@@ -28,18 +29,6 @@ int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
 int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
                          const Tensor* w_gate, const Tensor& w_down_t,
                          int64_t k);
-
-// What a timeline run of FusedSparseMlp records: each block's global time
-// (ns) at these events, [splits][8 column blocks][kFusedMlpEvents].
-enum class FusedMlpEvent {
-  kBegins,         // After the wait for the previous kernel.
-  kUpDone,         // The block's units' up projections summed.
-  kActivationsIn,  // Every activation of the split arrived.
-  kDownDone,       // The transposed gather's loop done.
-  kWritten,        // The block's partial sums written.
-};
-inline constexpr int kFusedMlpEvents = 5;
-inline constexpr int kFusedMlpClusterBlocks = 8;
 
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
