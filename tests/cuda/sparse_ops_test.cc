@@ -364,6 +364,17 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
               << what;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << what;
+          // The last split to arrive sums the splits in a fixed order, and
+          // leaves the arrival counters at zero for the next launch: the
+          // same y, bit for bit, whichever block came last.
+          Tensor again = gpu_->Allocate(DType::kF32, {1, d});
+          ASSERT_TRUE(FusedSparseMlp(ctx, dx, dw, db, dgate,
+                                     gated ? &db : nullptr, dwt, dbd,
+                                     dids.data<int32_t>(), k, act, splits,
+                                     scratch.data<float>(), &again)
+                          .ok())
+              << what;
+          EXPECT_EQ(Down(again), Down(dy)) << what;
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
