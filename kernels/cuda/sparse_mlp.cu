@@ -18,6 +18,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          float* __restrict__ partial, const void* b_down,
                          FloatKind dk, float* __restrict__ y,
                          uint32_t* __restrict__ arrivals,
-                         uint64_t* __restrict__ timeline) {
+                         uint64_t* __restrict__ timeline, int pdl_trigger) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -114,7 +115,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                static_cast<int>(e)] = GlobalTimerNs();
     }
   };
-  PdlWait();
+  PdlWaitForPredecessor();
+  if (pdl_trigger == 0) PdlReleaseSuccessor();
   mark(FusedMlpEvent::kBegins);
   for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
   if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
@@ -220,6 +222,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   CpAsyncWait<0>();
   __syncthreads();  // s_sum overlays other threads' slots.
   mark(FusedMlpEvent::kDownDone);
+  if (pdl_trigger == 1) PdlReleaseSuccessor();
   float* s_sum = reinterpret_cast<float*>(s_stage);  // [kGroups - 1][tc * 8]
   if (group > 0) {
 #pragma unroll
@@ -241,6 +244,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // 4. The column block's last split to arrive sums all splits' partial
   // sums, in split order within each group, so y does not depend on which
   // block came last.
+  if (arrivals == nullptr) return;
   __threadfence();  // This block's partial sums, before its arrival.
   __syncthreads();
   if (tid == 0) {
@@ -409,6 +413,12 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
         absl::StrCat("FusedSparseMlp: ", k, " units over ", splits, " splits"));
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
+  // EXPERIMENT (run 104): 0 release the successor at the start, 1 after the
+  // gather, 2 at exit, 3 no PDL launch, 4 the separate ReduceSplits.
+  static const int mode = [] {
+    const char* v = std::getenv("DS_EXP_FUSED_MLP_PDL");
+    return v == nullptr ? 0 : std::atoi(v);
+  }();
   RETURN_IF_ERROR(ByKernel(
       w_up.dtype(), activation, w_gate != nullptr,
       [&](auto kernel, auto t) -> absl::Status {
@@ -416,6 +426,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
             Config(ctx, d, w_gate != nullptr, splits, attributes);
+        if (mode == 3) config.numAttrs = 1;
         DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
             &config, kernel, x.data<float>(), static_cast<int>(d),
             static_cast<const T*>(w_up.raw_data()),
@@ -427,9 +438,11 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             static_cast<int>(k), splits, scratch,
             b_down.empty() ? nullptr : b_down.raw_data(),
             b_down.empty() ? FloatKind::kNone : ToFloatKind(b_down.dtype()),
-            y->data<float>(), ctx.arrival_counters(), timeline));
+            y->data<float>(), mode == 4 ? nullptr : ctx.arrival_counters(),
+            timeline, mode == 4 ? 0 : mode));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
+  if (mode == 4) return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);
   return absl::OkStatus();
 }
 
