@@ -102,9 +102,9 @@ struct CudaBackendOptions {
   // one-block kernel took 22 us of OPT-66B's MLP selection).
   // DYNSPARSE_CUDA_TOPK_CLUSTER=0 keeps one block a row (A/B timing).
   bool topk_cluster = true;
-  // DejaVu's sparse MLP of a decode row as one launch (sparse_mlp.h), the
-  // split reduction included, instead of the up gather, the transposed gather
-  // and the reduction: 0 never, 1 where it measured faster (hidden <= 9216:
+  // DejaVu's sparse MLP of a decode row as one launch (sparse_mlp.h) plus
+  // the split reduction, instead of the up gather, the transposed gather and
+  // the reduction: 0 never, 1 where it measured faster (hidden <= 9216:
   // OPT-13B/30B/66B and Llama-2-7B's gated MLP; OPT-175B's keep 0.1 ran
   // slower, results/bench/h200_run47, h200_run54), 2 wherever it applies.
   // DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).

@@ -98,17 +98,6 @@ __device__ __forceinline__ void PdlWait() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
-// The two halves of PdlWait, for kernels that release their successor later.
-__device__ __forceinline__ void PdlWaitForPredecessor() {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void PdlReleaseSuccessor() {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
 
 template <typename... Params, typename... Args>
 void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,

@@ -147,11 +147,6 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
   DS_CUBLAS_RETURN_IF_ERROR(cublasCreate(&ctx->cublas_));
   DS_CUBLAS_RETURN_IF_ERROR(cublasSetStream(ctx->cublas_, ctx->stream_));
-  constexpr size_t kCounterBytes = kArrivalCounters * sizeof(uint32_t);
-  DS_CUDA_RETURN_IF_ERROR(cudaMalloc(&ctx->arrival_counters_, kCounterBytes));
-  DS_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(ctx->arrival_counters_, 0, kCounterBytes, ctx->stream_));
-  DS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(ctx->stream_));
   if (workspace_bytes > 0) {
     DS_CUDA_RETURN_IF_ERROR(cudaMalloc(&ctx->workspace_, workspace_bytes));
     ctx->workspace_bytes_ = workspace_bytes;
@@ -165,7 +160,6 @@ DeviceContext::~DeviceContext() {
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
   if (workspace_ != nullptr) (void)cudaFree(workspace_);
-  if (arrival_counters_ != nullptr) (void)cudaFree(arrival_counters_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 

@@ -127,13 +127,6 @@ class DeviceContext {
   bool gemv_early_loads() const { return early_loads_; }
   void set_gemv_early_loads(bool on) { early_loads_ = on; }
 
-  // kArrivalCounters zeroed device counters for kernels whose last block to
-  // arrive finishes the work (sparse_mlp.cu sums its splits so): each
-  // launch must leave the ones it used at zero. Launches on this stream
-  // that use them run one after another (PDL waits on the predecessor).
-  static constexpr int kArrivalCounters = 64;
-  uint32_t* arrival_counters() const { return arrival_counters_; }
-
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
   // Waits for all work queued on the stream; reports asynchronous faults.
@@ -147,7 +140,6 @@ class DeviceContext {
   cublasHandle_t cublas_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  uint32_t* arrival_counters_ = nullptr;
   bool pdl_ = false;
   bool early_loads_ = true;
 };

@@ -9,16 +9,12 @@
 // split's units (a block reduction per unit) and pushes those activations
 // into every block of the cluster (cluster_push.cuh); every block then runs
 // the transposed gather over the split's units for its columns, as
-// GatherGemvT does; the last split to finish a column block sums the splits'
-// partial sums there (arrival counters of the DeviceContext), where a second
-// launch used to (ReduceSplits: ~2.8 us between two launches of OPT-66B's
-// MLP, results/bench/h200_run102). Staging the weights by
+// GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
 // 17.5 to 13.9 us at keep 0.1, and left the ReLU shapes where they were.
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -34,7 +30,6 @@ namespace dynsparse::cuda {
 namespace {
 
 constexpr int kCluster = kFusedMlpClusterBlocks;  // Portable size.
-static_assert(kCluster <= DeviceContext::kArrivalCounters);
 constexpr int kGroups = 4;           // Unit groups of the transposed gather.
 constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
 constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
@@ -78,10 +73,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         float* __restrict__ partial, const void* b_down,
-                         FloatKind dk, float* __restrict__ y,
-                         uint32_t* __restrict__ arrivals,
-                         uint64_t* __restrict__ timeline, int pdl_trigger) {
+                         float* __restrict__ partial,
+                         uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -92,7 +85,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   __shared__ float s_h[kMaxSplitUnits];  // Pushed by the cluster's blocks.
   __shared__ int32_t s_ids[kMaxSplitUnits];
   __shared__ uint64_t s_pushed;  // Counts the bytes of s_h that arrived.
-  __shared__ bool s_last;        // Last of the splits in this column block.
   __shared__ float s_red[kMaxWarps][kRows * kMaxBlockUnits];  // Up, gate.
   // Staging slots [slot][thread], 16 bytes each; s_sum at the end. A warp's
   // copies fill 512 contiguous bytes here: off 128-byte lines (the static
@@ -115,8 +107,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                static_cast<int>(e)] = GlobalTimerNs();
     }
   };
-  PdlWaitForPredecessor();
-  if (pdl_trigger == 0) PdlReleaseSuccessor();
+  PdlWait();
   mark(FusedMlpEvent::kBegins);
   for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
   if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
@@ -222,7 +213,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   CpAsyncWait<0>();
   __syncthreads();  // s_sum overlays other threads' slots.
   mark(FusedMlpEvent::kDownDone);
-  if (pdl_trigger == 1) PdlReleaseSuccessor();
   float* s_sum = reinterpret_cast<float*>(s_stage);  // [kGroups - 1][tc * 8]
   if (group > 0) {
 #pragma unroll
@@ -239,52 +229,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
         reinterpret_cast<float4*>(partial + static_cast<int64_t>(s) * d + c0);
     dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
     dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-  }
-
-  // 4. The column block's last split to arrive sums all splits' partial
-  // sums, in split order within each group, so y does not depend on which
-  // block came last.
-  if (arrivals == nullptr) return;
-  __threadfence();  // This block's partial sums, before its arrival.
-  __syncthreads();
-  if (tid == 0) {
-    s_last =
-        atomicAdd(&arrivals[rank], 1u) == static_cast<uint32_t>(splits - 1);
-  }
-  __syncthreads();
-  if (s_last) {
-    __threadfence();  // The other splits' partial sums, after their arrival.
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-#pragma unroll 4
-    for (int t = group; t < splits; t += kGroups) {
-      // Past L1, which may hold nothing of them but must not be trusted to.
-      const float4* src = reinterpret_cast<const float4*>(
-          partial + static_cast<int64_t>(t) * d + c0);
-      const float4 lo = __ldcg(src), hi = __ldcg(src + 1);
-      acc[0] += lo.x, acc[1] += lo.y, acc[2] += lo.z, acc[3] += lo.w;
-      acc[4] += hi.x, acc[5] += hi.y, acc[6] += hi.z, acc[7] += hi.w;
-    }
-    if (group > 0) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        s_sum[(group - 1) * tc * 8 + col * 8 + e] = acc[e];
-    }
-    __syncthreads();
-    if (group == 0) {
-      float out[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        out[e] = acc[e];
-        for (int g = 0; g < kGroups - 1; ++g)
-          out[e] += s_sum[g * tc * 8 + col * 8 + e];
-        out[e] += LoadAsFloat(b_down, dk, c0 + e, 0.f);
-      }
-      float4* dst = reinterpret_cast<float4*>(y + c0);
-      dst[0] = make_float4(out[0], out[1], out[2], out[3]);
-      dst[1] = make_float4(out[4], out[5], out[6], out[7]);
-    }
-    if (tid == 0) arrivals[rank] = 0;  // For the next launch on the stream.
   }
   mark(FusedMlpEvent::kWritten);
   // No cluster barrier at the end: no block reads another's shared memory,
@@ -403,22 +347,11 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             Activation activation, int splits, float* scratch,
                             Tensor* y, uint64_t* timeline) {
   const int64_t d = x.numel();
-  if (y->dtype() != DType::kF32 || y->numel() != d ||
-      !IsAligned(y->raw_data(), 16)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FusedSparseMlp: y must be ", d, " aligned f32 values"));
-  }
   if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
     return absl::InvalidArgumentError(
         absl::StrCat("FusedSparseMlp: ", k, " units over ", splits, " splits"));
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
-  // EXPERIMENT (run 104): 0 release the successor at the start, 1 after the
-  // gather, 2 at exit, 3 no PDL launch, 4 the separate ReduceSplits.
-  static const int mode = [] {
-    const char* v = std::getenv("DS_EXP_FUSED_MLP_PDL");
-    return v == nullptr ? 0 : std::atoi(v);
-  }();
   RETURN_IF_ERROR(ByKernel(
       w_up.dtype(), activation, w_gate != nullptr,
       [&](auto kernel, auto t) -> absl::Status {
@@ -426,7 +359,6 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
             Config(ctx, d, w_gate != nullptr, splits, attributes);
-        if (mode == 3) config.numAttrs = 1;
         DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
             &config, kernel, x.data<float>(), static_cast<int>(d),
             static_cast<const T*>(w_up.raw_data()),
@@ -435,15 +367,10 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, scratch,
-            b_down.empty() ? nullptr : b_down.raw_data(),
-            b_down.empty() ? FloatKind::kNone : ToFloatKind(b_down.dtype()),
-            y->data<float>(), mode == 4 ? nullptr : ctx.arrival_counters(),
-            timeline, mode == 4 ? 0 : mode));
+            static_cast<int>(k), splits, scratch, timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
-  if (mode == 4) return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);
-  return absl::OkStatus();
+  return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);
 }
 
 }  // namespace dynsparse::cuda

@@ -1,5 +1,5 @@
-// DejaVu's sparse MLP for one decode row in one launch on sm_90, the split
-// reduction included: the up projection over the kept rows of W1 (+ gate) with
+// DejaVu's sparse MLP for one decode row in one launch on sm_90 (plus the
+// split reduction): the up projection over the kept rows of W1 (+ gate) with
 // fused bias and activation, then the transposed gather over the same rows
 // of W2^T (sparse_mlp.cu). Same result as GatherGemv then GatherGemvT up to
 // f32 summation order.

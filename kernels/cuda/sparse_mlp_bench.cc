@@ -182,7 +182,7 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
   Tensor y = b.Allocate(DType::kF32, {1, d});
   Tensor up = b.Allocate(DType::kF32, {2 * inter});
   const int per_graph = 4 * copies;
-  // Backend::GatherMlp: one launch (the split reduction in it) where the fused
+  // Backend::GatherMlp: one launch (+ the split reduction) where the fused
   // kernel applies, else the two gathers; `unfused` always runs the two.
   auto mlp = [&](CudaBackend& be, int i) {
     const Copy& w = c[i % copies];

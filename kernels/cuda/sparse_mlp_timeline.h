@@ -23,7 +23,7 @@ enum class FusedMlpEvent {
   kUpDone,         // The block's units' up projections summed.
   kActivationsIn,  // Every activation of the split arrived.
   kDownDone,       // The transposed gather's loop done.
-  kWritten,        // Its partial sums written (the last split's: y).
+  kWritten,        // The block's partial sums written.
 };
 inline constexpr int kFusedMlpEvents = 5;
 inline constexpr int kFusedMlpClusterBlocks = 8;
@@ -32,7 +32,7 @@ inline constexpr int kFusedMlpClusterBlocks = 8;
 // max} over the blocks of event e's time since the launch's first block
 // began, each the median over the launches; span: the first block's begin
 // to the last block's write; between_calls: one launch's last write to the
-// next launch's first begin (the launch boundary).
+// next launch's first begin (the split reduction and the launch boundary).
 struct FusedMlpTimeline {
   int blocks = 0, calls = 0;
   double span_us = 0, between_calls_us = 0;

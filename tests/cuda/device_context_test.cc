@@ -177,15 +177,5 @@ TEST_F(DeviceContextTest, WorkspaceGrows) {
   EXPECT_GE(ctx().workspace_bytes(), big);
 }
 
-TEST_F(DeviceContextTest, ArrivalCountersStartAtZero) {
-  std::vector<uint32_t> counters(DeviceContext::kArrivalCounters, 1);
-  ASSERT_TRUE(ctx().Synchronize().ok());
-  ASSERT_EQ(
-      cudaMemcpy(counters.data(), ctx().arrival_counters(),
-                 counters.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost),
-      cudaSuccess);
-  EXPECT_EQ(counters, std::vector<uint32_t>(counters.size(), 0));
-}
-
 }  // namespace
 }  // namespace dynsparse::cuda

@@ -364,9 +364,8 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
               << what;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << what;
-          // The last split to arrive sums the splits in a fixed order, and
-          // leaves the arrival counters at zero for the next launch: the
-          // same y, bit for bit, whichever block came last.
+          // The splits are summed in a fixed order: the same y, bit for bit,
+          // on a second call (whichever blocks finish first).
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
           ASSERT_TRUE(FusedSparseMlp(ctx, dx, dw, db, dgate,
                                      gated ? &db : nullptr, dwt, dbd,
