@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/graph_ops.h"
+#include "kernels/cuda/kv_access.cuh"
 
 namespace dynsparse::cuda {
 namespace {
@@ -27,16 +28,20 @@ __global__ void EmbedKernel(const void* table, FloatKind kind, int64_t width,
   }
 }
 
+// Rounds to the cache's type (an f16 cache with DYNSPARSE_CUDA_FUSE=0,
+// whose RoPE and K/V write are then the generic ops).
+template <typename KvT>
 __global__ void WriteRowsKernel(const float* rows, int64_t width,
                                 const int32_t* positions, int64_t n,
-                                float* cache) {
+                                KvT* cache) {
   PdlWait();
   const int64_t total = n * width;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = i / width;
     const int64_t col = i - row * width;
-    cache[static_cast<int64_t>(positions[row]) * width + col] = rows[i];
+    StoreRounded(&cache[static_cast<int64_t>(positions[row]) * width + col],
+                 rows[i]);
   }
 }
 
@@ -170,17 +175,22 @@ absl::Status EmbedRows(DeviceContext& ctx, const Tensor& table,
 absl::Status WriteCacheRows(DeviceContext& ctx, const Tensor& rows,
                             const int32_t* positions, Tensor* cache) {
   if (absl::Status s = CheckF32Matrix(rows, "cache rows"); !s.ok()) return s;
-  if (absl::Status s = CheckF32Matrix(*cache, "cache"); !s.ok()) return s;
-  if (rows.dim(1) != cache->dim(1)) {
+  if (absl::Status s = CheckOnDevice(*cache, "cache"); !s.ok()) return s;
+  if (absl::Status s = CheckKvDtype(*cache, "cache"); !s.ok()) return s;
+  if (cache->rank() != 2 || rows.dim(1) != cache->dim(1)) {
     return absl::InvalidArgumentError(absl::StrCat("cache write: rows ",
                                                    rows.DebugString(), " vs ",
                                                    cache->DebugString()));
   }
   const int64_t total = rows.numel();
   if (total == 0) return absl::OkStatus();
-  LaunchKernel(ctx.programmatic_launch(), WriteRowsKernel, dim3(GridFor(total)),
-               dim3(kThreads), 0, ctx.stream(), rows.data<float>(), rows.dim(1),
-               positions, rows.dim(0), cache->data<float>());
+  DispatchKv(*cache, [&](auto t) {
+    using KvT = decltype(t);
+    LaunchKernel(ctx.programmatic_launch(), WriteRowsKernel<KvT>,
+                 dim3(GridFor(total)), dim3(kThreads), 0, ctx.stream(),
+                 rows.data<float>(), rows.dim(1), positions, rows.dim(0),
+                 static_cast<KvT*>(cache->raw_data()));
+  });
   return LastLaunchStatus("WriteRowsKernel");
 }
 

@@ -18,7 +18,8 @@ namespace dynsparse::cuda {
 absl::Status EmbedRows(DeviceContext& ctx, const Tensor& table,
                        const int32_t* ids, Tensor* out);
 
-// cache[positions[i], :] = rows[i, :] (f32, same width).
+// cache[positions[i], :] = rows[i, :] (f32 rows, same width; an f16 cache
+// gets them rounded).
 absl::Status WriteCacheRows(DeviceContext& ctx, const Tensor& rows,
                             const int32_t* positions, Tensor* cache);
 

@@ -343,6 +343,29 @@ TEST_P(CudaBackendTest, HalfModelsKeepF16KvCaches) {
   EXPECT_GE(cuda_->graph_stats().replays, 8);
 }
 
+// fused_ops = false (DYNSPARSE_CUDA_FUSE=0) on an f16 model: RoPE and the
+// K/V write run as the generic ops into the f16 cache (run 104 found them
+// refusing it), and the logits stay those of the fused path.
+TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
+  Load(DType::kF16);
+  CudaBackendOptions options;
+  options.fused_ops = false;
+  OtherBackend unfused = Other(options);
+  ASSERT_NE(unfused.backend, nullptr);
+  AllUnits all;
+  const int64_t prompt = 20, steps = 12;
+  Session fused_session(model_->config, device_weights_, *cuda_, all,
+                        prompt + steps);
+  Session unfused_session(model_->config, unfused.weights, *unfused.backend,
+                          all, prompt + steps);
+  EXPECT_EQ(unfused_session.cache().keys(0).dtype(), DType::kF16);
+  const double worst =
+      WorstDifference(fused_session, unfused_session, prompt, steps);
+  std::cout << GetParam() << " fused vs unfused ops, f16 KV cache: max rel "
+            << worst << "\n";
+  EXPECT_LT(worst, 2e-3);
+}
+
 // Two sessions on one backend: each switch invalidates the captured graph
 // (another KV cache), and the rerun must still give the right logits.
 TEST_P(CudaBackendTest, AlternatingSessionsRerunCorrectly) {
