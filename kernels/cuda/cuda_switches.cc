@@ -169,6 +169,16 @@ absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
   return absl::OkStatus();
 }
 
+std::vector<OptionToggle> OptionToggles() {
+  std::vector<OptionToggle> toggles;
+  for (const OnOff& s : kOnOff) {
+    if (s.field != nullptr) {
+      toggles.push_back({s.name, s.one_turns_on ? "1" : "0"});
+    }
+  }
+  return toggles;
+}
+
 std::vector<absl::string_view> ProcessEnvironment() {
   std::vector<absl::string_view> entries;
   for (char** env = environ; env != nullptr && *env != nullptr; ++env) {

@@ -21,6 +21,15 @@ namespace dynsparse::cuda {
 absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
                                CudaBackendOptions* options);
 
+// Each on/off switch that sets an option field, with the value that moves
+// the option off its default ("0"; "1" for the options off by default):
+// what a test runs to check that every A/B switch computes the same thing.
+struct OptionToggle {
+  absl::string_view name;   // Without the DYNSPARSE_CUDA_ prefix.
+  absl::string_view value;  // "0" or "1".
+};
+std::vector<OptionToggle> OptionToggles();
+
 // This process's environment, as ApplyCudaSwitches takes it.
 std::vector<absl::string_view> ProcessEnvironment();
 

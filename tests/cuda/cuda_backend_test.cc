@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "core/io/model_loader.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/cuda_switches.h"
 #include "kernels/cuda/device_weights.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_paths.h"
@@ -364,6 +366,38 @@ TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
   std::cout << GetParam() << " fused vs unfused ops, f16 KV cache: max rel "
             << worst << "\n";
   EXPECT_LT(worst, 2e-3);
+}
+
+// Every on/off switch of cuda_switches.h, moved off its default, decodes an
+// f16 model to the default's logits within f16 rounding noise: an A/B switch
+// must time the same computation (run 104 found FUSE=0 stopping on f16
+// models). Two fixture models, a Llama (GQA) and an OPT, bound the time.
+TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
+  if (GetParam() != "llama-gqa-llama3rope" && GetParam() != "opt-postln-proj") {
+    GTEST_SKIP() << "the switches run on llama-gqa-llama3rope and "
+                    "opt-postln-proj";
+  }
+  Load(DType::kF16);
+  AllUnits all;
+  const int64_t prompt = 20, steps = 6;
+  const std::vector<OptionToggle> toggles = OptionToggles();
+  EXPECT_GE(toggles.size(), 10u);
+  for (const OptionToggle& toggle : toggles) {
+    const std::string var =
+        absl::StrCat("DYNSPARSE_CUDA_", toggle.name, "=", toggle.value);
+    CudaBackendOptions options;
+    const absl::Status applied = ApplyCudaSwitches({var}, &options);
+    ASSERT_TRUE(applied.ok()) << applied;
+    OtherBackend other = Other(options);
+    ASSERT_NE(other.backend, nullptr) << var;
+    Session base(model_->config, device_weights_, *cuda_, all, prompt + steps);
+    Session switched(model_->config, other.weights, *other.backend, all,
+                     prompt + steps);
+    const double worst = WorstDifference(base, switched, prompt, steps);
+    std::cout << GetParam() << " " << var << ": max rel " << worst << "\n";
+    EXPECT_GE(worst, 0.0) << var;  // -1: a step failed.
+    EXPECT_LT(worst, 5e-3) << var;
+  }
 }
 
 // Two sessions on one backend: each switch invalidates the captured graph

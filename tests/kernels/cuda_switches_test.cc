@@ -31,6 +31,28 @@ TEST(CudaSwitchesTest, NoSwitchesLeaveTheOptions) {
   EXPECT_TRUE(o.flash_prefill_attention);
 }
 
+// The toggles a CUDA test runs (every switch off its default) apply cleanly,
+// and each moves its option: FUSE off, DECODE_STACK (off by default) on.
+TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
+  const std::vector<OptionToggle> toggles = OptionToggles();
+  EXPECT_GE(toggles.size(), 10u);
+  std::vector<std::string> names;
+  for (const OptionToggle& t : toggles) {
+    const std::string var =
+        "DYNSPARSE_CUDA_" + std::string(t.name) + "=" + std::string(t.value);
+    CudaBackendOptions o;
+    EXPECT_TRUE(Apply({var}, &o).ok()) << var;
+    names.emplace_back(t.name);
+    if (t.name == "FUSE") EXPECT_FALSE(o.fused_ops) << var;
+    if (t.name == "DECODE_STACK") EXPECT_TRUE(o.decode_stack) << var;
+    if (t.name == "KV_F16") EXPECT_FALSE(o.f16_kv_cache) << var;
+  }
+  EXPECT_THAT(names, ::testing::Contains("FUSE"));
+  EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
+  // PDL and EARLY_LOADS set no option field (DeviceContext reads them).
+  EXPECT_THAT(names, ::testing::Not(::testing::Contains("PDL")));
+}
+
 TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
   CudaBackendOptions o;
   o.gated_pairs = false;
