@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -203,6 +204,24 @@ class CudaBackendTest : public testutil::CudaTest,
     return worst;
   }
 
+  // WorstDifference of a dense decode on this backend against one on a
+  // backend made with `options` (its own upload of the model); `check` then
+  // sees both sessions (their caches, say). -1 when a step or the second
+  // backend fails.
+  double WorstAgainst(
+      const CudaBackendOptions& options, int64_t prompt, int64_t steps,
+      const std::function<void(const Session&, const Session&)>& check = {}) {
+    OtherBackend other = Other(options);
+    if (other.backend == nullptr) return -1.0;
+    AllUnits all;
+    Session base(model_->config, device_weights_, *cuda_, all, prompt + steps);
+    Session changed(model_->config, other.weights, *other.backend, all,
+                    prompt + steps);
+    const double worst = WorstDifference(base, changed, prompt, steps);
+    if (check) check(base, changed);
+    return worst;
+  }
+
   CpuBackend cpu_backend_{2};
   std::unique_ptr<CudaBackend> cuda_;
   std::unique_ptr<LoadedModel> model_;
@@ -274,16 +293,10 @@ TEST_P(CudaBackendTest, FusedDecodeAttentionMatchesUnfused) {
   Load(DType::kF32);
   CudaBackendOptions options;
   options.fused_decode_attention = false;
-  OtherBackend apart = Other(options);
-  ASSERT_NE(apart.backend, nullptr);
-  AllUnits all;
-  const int64_t prompt = 20, steps = 12;
-  Session fused(model_->config, device_weights_, *cuda_, all, prompt + steps);
-  Session unfused(model_->config, apart.weights, *apart.backend, all,
-                  prompt + steps);
-  const double worst = WorstDifference(fused, unfused, prompt, steps);
+  const double worst = WorstAgainst(options, /*prompt=*/20, /*steps=*/12);
   std::cout << GetParam() << " fused vs unfused decode attention: max rel "
             << worst << "\n";
+  EXPECT_GE(worst, 0.0);
   EXPECT_LT(worst, 1e-6);
   EXPECT_GE(cuda_->graph_stats().replays, 8);
 }
@@ -328,16 +341,12 @@ TEST_P(CudaBackendTest, HalfModelsKeepF16KvCaches) {
   Load(DType::kF16);
   CudaBackendOptions options;
   options.f16_kv_cache = false;
-  OtherBackend f32_kv = Other(options);
-  ASSERT_NE(f32_kv.backend, nullptr);
-  AllUnits all;
-  const int64_t prompt = 20, steps = 12;
-  Session half(model_->config, device_weights_, *cuda_, all, prompt + steps);
-  Session full(model_->config, f32_kv.weights, *f32_kv.backend, all,
-               prompt + steps);
-  EXPECT_EQ(half.cache().keys(0).dtype(), DType::kF16);
-  EXPECT_EQ(full.cache().values(0).dtype(), DType::kF32);
-  const double worst = WorstDifference(half, full, prompt, steps);
+  const double worst =
+      WorstAgainst(options, /*prompt=*/20, /*steps=*/12,
+                   [](const Session& half, const Session& full) {
+                     EXPECT_EQ(half.cache().keys(0).dtype(), DType::kF16);
+                     EXPECT_EQ(full.cache().values(0).dtype(), DType::kF32);
+                   });
   std::cout << GetParam() << " f16 vs f32 KV cache, f16 weights: max rel "
             << worst << "\n";
   EXPECT_GT(worst, 0.0);  // The caches differ, so the f16 one is in use.
@@ -352,19 +361,14 @@ TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
   Load(DType::kF16);
   CudaBackendOptions options;
   options.fused_ops = false;
-  OtherBackend unfused = Other(options);
-  ASSERT_NE(unfused.backend, nullptr);
-  AllUnits all;
-  const int64_t prompt = 20, steps = 12;
-  Session fused_session(model_->config, device_weights_, *cuda_, all,
-                        prompt + steps);
-  Session unfused_session(model_->config, unfused.weights, *unfused.backend,
-                          all, prompt + steps);
-  EXPECT_EQ(unfused_session.cache().keys(0).dtype(), DType::kF16);
   const double worst =
-      WorstDifference(fused_session, unfused_session, prompt, steps);
+      WorstAgainst(options, /*prompt=*/20, /*steps=*/12,
+                   [](const Session&, const Session& unfused) {
+                     EXPECT_EQ(unfused.cache().keys(0).dtype(), DType::kF16);
+                   });
   std::cout << GetParam() << " fused vs unfused ops, f16 KV cache: max rel "
             << worst << "\n";
+  EXPECT_GE(worst, 0.0);
   EXPECT_LT(worst, 2e-3);
 }
 
@@ -383,8 +387,6 @@ TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
                     "opt-postln-proj";
   }
   Load(DType::kF16);
-  AllUnits all;
-  const int64_t prompt = 20, steps = 6;
   const std::vector<OptionToggle> toggles = OptionToggles();
   EXPECT_GE(toggles.size(), 10u);
   for (const OptionToggle& toggle : toggles) {
@@ -393,12 +395,7 @@ TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
     CudaBackendOptions options;
     const absl::Status applied = ApplyCudaSwitches({var}, &options);
     ASSERT_TRUE(applied.ok()) << applied;
-    OtherBackend other = Other(options);
-    ASSERT_NE(other.backend, nullptr) << var;
-    Session base(model_->config, device_weights_, *cuda_, all, prompt + steps);
-    Session switched(model_->config, other.weights, *other.backend, all,
-                     prompt + steps);
-    const double worst = WorstDifference(base, switched, prompt, steps);
+    const double worst = WorstAgainst(options, /*prompt=*/20, /*steps=*/6);
     std::cout << GetParam() << " " << var << ": max rel " << worst << "\n";
     EXPECT_GE(worst, 0.0) << var;  // -1: a step failed.
     EXPECT_LT(worst, 5e-3) << var;

@@ -355,24 +355,19 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
         if (ctx.info().major >= 9) {
           ASSERT_GT(splits, 0) << what;
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
+          auto fused = [&](Tensor* out) {
+            return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
+                                  dwt, dbd, dids.data<int32_t>(), k, act,
+                                  splits, scratch.data<float>(), out);
+          };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(FusedSparseMlp(ctx, dx, dw, db, dgate,
-                                     gated ? &db : nullptr, dwt, dbd,
-                                     dids.data<int32_t>(), k, act, splits,
-                                     scratch.data<float>(), &dy)
-                          .ok())
-              << what;
+          ASSERT_TRUE(fused(&dy).ok()) << what;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << what;
           // The splits are summed in a fixed order: the same y, bit for bit,
           // on a second call (whichever blocks finish first).
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(FusedSparseMlp(ctx, dx, dw, db, dgate,
-                                     gated ? &db : nullptr, dwt, dbd,
-                                     dids.data<int32_t>(), k, act, splits,
-                                     scratch.data<float>(), &again)
-                          .ok())
-              << what;
+          ASSERT_TRUE(fused(&again).ok()) << what;
           EXPECT_EQ(Down(again), Down(dy)) << what;
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
