@@ -85,18 +85,21 @@ TEST_F(GraphOpsTest, EmbedWriteRowsAndMaskMatchHostLoops) {
   }
   // An f16 cache gets the rows rounded to nearest (the unfused decode's
   // K/V write into a half model's cache); a bf16 one is refused.
-  Tensor scaled = Upload(Tensor::FromF32(RandomValues(2 * width), {2, width}));
-  const std::vector<float> rows = Download(scaled);
+  Tensor new_rows =
+      Upload(Tensor::FromF32(RandomValues(2 * width), {2, width}));
+  const std::vector<float> rows = Download(new_rows);
   Tensor half = PoisonedDevice(DType::kF16, {8, width});
-  ASSERT_TRUE(WriteCacheRows(ctx(), scaled, dpos.data<int32_t>(), &half).ok());
+  ASSERT_TRUE(
+      WriteCacheRows(ctx(), new_rows, dpos.data<int32_t>(), &half).ok());
   const std::vector<float> h = Download(half);
   for (int64_t col = 0; col < width; ++col) {
     EXPECT_EQ(h[2 * width + col], F16ToF32(F32ToF16(rows[col])));
     EXPECT_EQ(h[5 * width + col], F16ToF32(F32ToF16(rows[width + col])));
   }
-  Tensor brain = PoisonedDevice(DType::kBF16, {8, width});
-  EXPECT_EQ(WriteCacheRows(ctx(), scaled, dpos.data<int32_t>(), &brain).code(),
-            absl::StatusCode::kInvalidArgument);
+  Tensor bf16_cache = PoisonedDevice(DType::kBF16, {8, width});
+  EXPECT_EQ(
+      WriteCacheRows(ctx(), new_rows, dpos.data<int32_t>(), &bf16_cache).code(),
+      absl::StatusCode::kInvalidArgument);
 
   // Units of 6 columns; row 0 keeps units {1, 3}, row 1 keeps {0, 2}.
   Tensor x = Upload(Tensor::FromF32(RandomValues(2 * width), {2, width}));
