@@ -169,6 +169,10 @@ absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
   return absl::OkStatus();
 }
 
+std::string OptionToggle::Assignment() const {
+  return absl::StrCat(kPrefix, name, "=", value);
+}
+
 std::vector<OptionToggle> OptionToggles() {
   std::vector<OptionToggle> toggles;
   for (const OnOff& s : kOnOff) {

@@ -3,6 +3,7 @@
 #ifndef DYNSPARSE_KERNELS_CUDA_CUDA_SWITCHES_H_
 #define DYNSPARSE_KERNELS_CUDA_CUDA_SWITCHES_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,6 +28,8 @@ absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
 struct OptionToggle {
   absl::string_view name;   // Without the DYNSPARSE_CUDA_ prefix.
   absl::string_view value;  // "0" or "1".
+  // "DYNSPARSE_CUDA_<name>=<value>", as ApplyCudaSwitches takes it.
+  std::string Assignment() const;
 };
 std::vector<OptionToggle> OptionToggles();
 

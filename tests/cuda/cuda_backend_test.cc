@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
 #include "core/io/model_loader.h"
 #include "gtest/gtest.h"
@@ -390,8 +389,7 @@ TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
   const std::vector<OptionToggle> toggles = OptionToggles();
   EXPECT_GE(toggles.size(), 10u);
   for (const OptionToggle& toggle : toggles) {
-    const std::string var =
-        absl::StrCat("DYNSPARSE_CUDA_", toggle.name, "=", toggle.value);
+    const std::string var = toggle.Assignment();
     CudaBackendOptions options;
     const absl::Status applied = ApplyCudaSwitches({var}, &options);
     ASSERT_TRUE(applied.ok()) << applied;

@@ -38,8 +38,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
   EXPECT_GE(toggles.size(), 10u);
   std::vector<std::string> names;
   for (const OptionToggle& t : toggles) {
-    const std::string var =
-        "DYNSPARSE_CUDA_" + std::string(t.name) + "=" + std::string(t.value);
+    const std::string var = t.Assignment();
     CudaBackendOptions o;
     EXPECT_TRUE(Apply({var}, &o).ok()) << var;
     names.emplace_back(t.name);
