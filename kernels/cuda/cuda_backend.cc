@@ -1401,19 +1401,23 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
   const bool wanted = options_.fused_sparse_mlp == 2 ||
                       (options_.fused_sparse_mlp == 1 && x.numel() <= 9216);
   int splits = 0;
+  FusedSparseMlpGrid grid;
   if (wanted && x.device() == Device::kCuda) {
     const auto key = std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
                                      w_gate != nullptr, static_cast<int>(act));
-    auto it = fused_mlp_clusters_.find(key);
-    if (it == fused_mlp_clusters_.end()) {
-      it = fused_mlp_clusters_
-               .emplace(key, FusedSparseMlpClusters(*active_, x.numel(),
-                                                    w_up.dtype(),
-                                                    w_gate != nullptr, act))
-               .first;
+    auto it = fused_mlp_grids_.find(key);
+    if (it == fused_mlp_grids_.end()) {
+      it =
+          fused_mlp_grids_
+              .emplace(
+                  key,
+                  FusedSparseMlpClusters(
+                      *active_, x.numel(), w_up.dtype(), w_gate != nullptr, act,
+                      static_cast<int>(options_.fused_sparse_mlp_cluster)))
+              .first;
     }
-    splits =
-        FusedSparseMlpSplits(it->second, x, w_up, w_gate, w_down_t, ids.dim(1));
+    grid = it->second;
+    splits = FusedSparseMlpSplits(grid, x, w_up, w_gate, w_down_t, ids.dim(1));
   }
   if (splits == 0) {
     Backend::GatherMlp(x, w_up, b_up, w_gate, b_gate, w_down_t, b_down, ids,
@@ -1425,10 +1429,13 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
   if (w_gate != nullptr) sig = MixTensor(MixTensor(sig, *w_gate), *b_gate);
   sig = MixTensor(MixTensor(MixTensor(sig, w_down_t), b_down), ids);
   sig = Mix(MixTensor(MixTensor(sig, *y), scratch), static_cast<uint64_t>(act));
-  if (!Op(Mix(sig, static_cast<uint64_t>(splits)))) return;
+  if (!Op(Mix(Mix(sig, static_cast<uint64_t>(splits)),
+              static_cast<uint64_t>(grid.cluster)))) {
+    return;
+  }
   Check(FusedSparseMlp(*active_, x, w_up, b_up, w_gate, b_gate, w_down_t,
-                       b_down, ids.data<int32_t>(), ids.dim(1), act, splits,
-                       scratch.data<float>(), y),
+                       b_down, ids.data<int32_t>(), ids.dim(1), act,
+                       grid.cluster, splits, scratch.data<float>(), y),
         "GatherMlp");
 }
 

@@ -46,6 +46,7 @@
 #include "kernels/cuda/device_pool.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/host_copies.h"
+#include "kernels/cuda/sparse_mlp.h"
 
 namespace dynsparse::cuda {
 
@@ -326,7 +327,8 @@ class CudaBackend : public Backend {
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
   // FusedSparseMlpClusters by (hidden, weight dtype, gated, activation).
-  std::map<std::tuple<int64_t, int, bool, int>, int> fused_mlp_clusters_;
+  std::map<std::tuple<int64_t, int, bool, int>, FusedSparseMlpGrid>
+      fused_mlp_grids_;
 
   // Index staging: two halves of pinned ints, one device arena.
   int32_t* pinned_indices_ = nullptr;

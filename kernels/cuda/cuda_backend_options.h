@@ -109,6 +109,10 @@ struct CudaBackendOptions {
   // slower, results/bench/h200_run47, h200_run54), 2 wherever it applies.
   // DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
+  // Its clusters: 8 or 4 column blocks a split, or 0 for the size that
+  // places more blocks at once (4 on an H200: clusters of 8 fit 240 of
+  // OPT-66B's 264 block slots). DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8.
+  int64_t fused_sparse_mlp_cluster = 8;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

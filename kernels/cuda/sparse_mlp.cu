@@ -12,6 +12,9 @@
 // GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
 // 17.5 to 13.9 us at keep 0.1, and left the ReLU shapes where they were.
+// Clusters of 4 column blocks are built too: a cluster must fit in one GPC,
+// so clusters of 8 at two blocks an SM place only 240 of OPT-66B's 264 block
+// slots (30 clusters), and 4 place them all.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -29,11 +32,8 @@
 namespace dynsparse::cuda {
 namespace {
 
-constexpr int kCluster = kFusedMlpClusterBlocks;  // Portable size.
-constexpr int kGroups = 4;           // Unit groups of the transposed gather.
 constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
-constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
-constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
+constexpr int kMaxThreads = 768;     // Hidden sizes up to 12288 (OPT-175B).
 // Two blocks an SM (<= 40 registers, <= 100 KB of shared memory each).
 constexpr int kMaxWarps = kMaxThreads / 32;
 
@@ -42,10 +42,13 @@ __device__ __forceinline__ float Activate(float v) {
   return Act<static_cast<Activation>(A)>(v);
 }
 
-// Block of 4 * tc threads, tc = d / 64 column threads of 8 columns (d a
-// multiple of 512: whole warps), so each thread holds 2 of the 8-wide chunks
-// of a d-wide row in the up phase (d / 8 chunks over d / 16 threads) and 8 of
-// the block's d / 8 columns in the down phase. Weights are staged through
+// Block of d / 16 threads (d a multiple of 512: whole warps): each thread
+// holds 2 of the 8-wide chunks of a d-wide row in the up phase, and in the
+// down phase 8 of the block's d / kCluster columns, as one of tc = d /
+// (8 * kCluster) column threads in each of kGroups = kCluster / 2 unit
+// groups (the same registers and bytes in flight at either cluster size;
+// run 95's clusters of 4 gave each thread 16 columns, spilled, and lost a
+// third). Weights are staged through
 // shared memory by cp.async in thread-private slots (a thread reads back
 // only what it copied, so no barrier guards them): a thread keeps kUpStages
 // units of the up projection, then kDownStages units of the transposed
@@ -54,8 +57,11 @@ __device__ __forceinline__ float Activate(float v) {
 // The split's ids are read once into shared memory: read from global memory
 // before each copy, their latency sat in every iteration's path (the largest
 // stall of both loops, results/bench/h200_run97).
-template <bool kGated>
+template <bool kGated, int kCluster>
 struct StageTile {
+  static_assert(kCluster == 4 || kCluster == 8);
+  static constexpr int kGroups = kCluster / 2;  // Of the transposed gather.
+  static constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
   static constexpr int kUpStages = kGated ? 2 : 4;
   static constexpr int kDownStages = 8;
@@ -65,7 +71,7 @@ struct StageTile {
       std::max(kRowsPerUnit * 2 * kUpStages, kDownStages);
 };
 
-template <typename T, int A, bool kGated>
+template <typename T, int A, bool kGated, int kCluster>
 __global__ void __launch_bounds__(kMaxThreads, 2)
     FusedSparseMlpKernel(const float* __restrict__ x, int d,
                          const T* __restrict__ w_up, const void* b_up,
@@ -78,7 +84,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  using Tile = StageTile<kGated>;
+  using Tile = StageTile<kGated, kCluster>;
+  constexpr int kGroups = Tile::kGroups;
+  constexpr int kMaxBlockUnits = Tile::kMaxBlockUnits;
   constexpr int kRows = Tile::kRowsPerUnit;
   constexpr int kUpStages = Tile::kUpStages;
   constexpr int kDownStages = Tile::kDownStages;
@@ -98,7 +106,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
-  const int mine = (n - rank + kCluster - 1) / kCluster;  // Units j0+rank+8i.
+  // Units j0 + rank + kCluster * i.
+  const int mine = (n - rank + kCluster - 1) / kCluster;
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
   // Timeline runs only: thread 0's global time at each FusedMlpEvent.
   auto mark = [&](FusedMlpEvent e) {
@@ -240,30 +249,40 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
 // Dynamic shared memory: the larger of the two phases' slots
 // (16 bytes a thread each, d / 16 threads) and s_sum.
-size_t StagingSmem(int64_t d, bool gated) {
+size_t StagingSmem(int64_t d, bool gated, int cluster) {
   const int64_t slots =
-      gated ? StageTile<true>::kSlots : StageTile<false>::kSlots;
-  return std::max<size_t>(static_cast<size_t>(slots * (d / 16) * 16),
-                          static_cast<size_t>(kGroups - 1) * (d / 8) * 4);
+      gated ? StageTile<true, 8>::kSlots    // The same at either cluster
+            : StageTile<false, 8>::kSlots;  // size.
+  const int64_t groups = cluster / 2;
+  return std::max<size_t>(
+      static_cast<size_t>(slots * (d / 16) * 16),
+      static_cast<size_t>((groups - 1) * (d / cluster) * 4));
 }
 
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
-                          int splits, cudaLaunchAttribute* attributes) {
-  return ClusterLaunchConfig(dim3(kCluster, static_cast<unsigned>(splits)),
-                             dim3(static_cast<unsigned>(d / 16)),
-                             StagingSmem(d, gated), ctx.stream(), kCluster,
-                             ctx.programmatic_launch(), attributes);
+                          int cluster, int splits,
+                          cudaLaunchAttribute* attributes) {
+  return ClusterLaunchConfig(
+      dim3(static_cast<unsigned>(cluster), static_cast<unsigned>(splits)),
+      dim3(static_cast<unsigned>(d / 16)), StagingSmem(d, gated, cluster),
+      ctx.stream(), cluster, ctx.programmatic_launch(), attributes);
 }
 
-// Calls f with the kernel for the weight type, activation and gating.
+// Calls f with the kernel for the weight type, activation, gating and
+// cluster size (4 or 8).
 template <typename F>
-absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
+absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
+                      F&& f) {
   auto pick = [&](auto t) -> absl::Status {
     using T = decltype(t);
     auto by_gate = [&](auto a_tag) -> absl::Status {
       constexpr int A = decltype(a_tag)::value;
-      return gated ? f(FusedSparseMlpKernel<T, A, true>, t)
-                   : f(FusedSparseMlpKernel<T, A, false>, t);
+      if (cluster == 4) {
+        return gated ? f(FusedSparseMlpKernel<T, A, true, 4>, t)
+                     : f(FusedSparseMlpKernel<T, A, false, 4>, t);
+      }
+      return gated ? f(FusedSparseMlpKernel<T, A, true, 8>, t)
+                   : f(FusedSparseMlpKernel<T, A, false, 8>, t);
     };
     switch (act) {
       case Activation::kRelu:
@@ -282,6 +301,10 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
     }
     return absl::InvalidArgumentError("FusedSparseMlp: unknown activation");
   };
+  if (cluster != 4 && cluster != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FusedSparseMlp: clusters of ", cluster, " (4 or 8)"));
+  }
   switch (dtype) {
     case DType::kF16:
       return pick(__half{});
@@ -293,25 +316,21 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, F&& f) {
   }
 }
 
-}  // namespace
-
-int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
-                           bool gated, Activation activation) {
-  // Whole warps of d / 16 threads.
-  if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
-      (dtype != DType::kF16 && dtype != DType::kBF16)) {
-    return 0;
-  }
+// Clusters of `cluster` blocks that fit on the GPU at once, 0 on error.
+int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
+                      bool gated, Activation activation, int cluster) {
   int clusters = 0;
   const absl::Status status = ByKernel(
-      dtype, activation, gated, [&](auto kernel, auto t) -> absl::Status {
+      dtype, activation, gated, cluster,
+      [&](auto kernel, auto t) -> absl::Status {
         // Above 48 KB of dynamic shared memory needs the opt-in, set to
         // the most any hidden size asks for.
         DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-            static_cast<int>(StagingSmem(kMaxThreads * 16, gated))));
+            static_cast<int>(StagingSmem(kMaxThreads * 16, gated, cluster))));
         cudaLaunchAttribute attributes[2];
-        cudaLaunchConfig_t config = Config(ctx, d, gated, 1, attributes);
+        cudaLaunchConfig_t config =
+            Config(ctx, d, gated, cluster, 1, attributes);
         config.numAttrs = 1;
         DS_CUDA_RETURN_IF_ERROR(
             cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
@@ -320,12 +339,35 @@ int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
   return status.ok() ? std::max(clusters, 0) : 0;
 }
 
-int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
-                         const Tensor* w_gate, const Tensor& w_down_t,
-                         int64_t k) {
+}  // namespace
+
+FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
+                                          DType dtype, bool gated,
+                                          Activation activation,
+                                          int cluster_size) {
+  // Whole warps of d / 16 threads.
+  if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
+      (dtype != DType::kF16 && dtype != DType::kBF16)) {
+    return {};
+  }
+  FusedSparseMlpGrid best;
+  for (int cluster : {8, 4}) {
+    if (cluster_size != 0 && cluster != cluster_size) continue;
+    const int clusters =
+        MaxActiveClusters(ctx, d, dtype, gated, activation, cluster);
+    if (clusters * cluster > best.clusters * best.cluster) {
+      best = {cluster, clusters};
+    }
+  }
+  return best;
+}
+
+int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
+                         const Tensor& w_up, const Tensor* w_gate,
+                         const Tensor& w_down_t, int64_t k) {
   const int64_t d = x.numel();
   const bool shape_ok =
-      clusters > 0 && x.dim(0) == 1 && w_up.dim(1) == d &&
+      grid.clusters > 0 && x.dim(0) == 1 && w_up.dim(1) == d &&
       w_down_t.dim(1) == d && w_down_t.dtype() == w_up.dtype() &&
       IsAligned(x.raw_data(), 16) && IsAligned(w_up.raw_data(), 16) &&
       IsAligned(w_down_t.raw_data(), 16) &&
@@ -334,7 +376,7 @@ int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
       k > 0;
   if (!shape_ok) return 0;
   // One wave of clusters, each split within the shared-memory capacity.
-  const int64_t splits = std::min<int64_t>(clusters, k);
+  const int64_t splits = std::min<int64_t>(grid.clusters, k);
   if (CeilDiv(k, splits) > kMaxSplitUnits) return 0;
   return static_cast<int>(splits);
 }
@@ -344,8 +386,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
-                            Activation activation, int splits, float* scratch,
-                            Tensor* y, uint64_t* timeline) {
+                            Activation activation, int cluster, int splits,
+                            float* scratch, Tensor* y, uint64_t* timeline) {
   const int64_t d = x.numel();
   if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
     return absl::InvalidArgumentError(
@@ -353,12 +395,12 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   RETURN_IF_ERROR(ByKernel(
-      w_up.dtype(), activation, w_gate != nullptr,
+      w_up.dtype(), activation, w_gate != nullptr, cluster,
       [&](auto kernel, auto t) -> absl::Status {
         using T = decltype(t);
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
-            Config(ctx, d, w_gate != nullptr, splits, attributes);
+            Config(ctx, d, w_gate != nullptr, cluster, splits, attributes);
         DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
             &config, kernel, x.data<float>(), static_cast<int>(d),
             static_cast<const T*>(w_up.raw_data()),

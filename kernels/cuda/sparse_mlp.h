@@ -16,33 +16,43 @@
 
 namespace dynsparse::cuda {
 
-// Clusters of FusedSparseMlp's kernel for hidden size d that fit on the GPU
-// at once (cudaOccupancyMaxActiveClusters; a host query worth caching), or
-// 0 when the kernel does not apply: not sm_90, f32 weights, d not a
-// multiple of 512 or above 12288.
-int FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d, DType dtype,
-                           bool gated, Activation activation);
-// Splits of the kept units (one wave of those clusters) for FusedSparseMlp,
-// or 0 when it does not apply to these tensors: more than one row, unaligned
-// data, or more than 256 kept units a split. The caller then runs the two
-// gathers. Scratch: splits * hidden floats.
-int FusedSparseMlpSplits(int clusters, const Tensor& x, const Tensor& w_up,
-                         const Tensor* w_gate, const Tensor& w_down_t,
-                         int64_t k);
+// FusedSparseMlp's grid: clusters of `cluster` column blocks (4 or 8) of
+// one split each, of which `clusters` fit on the GPU at once; clusters == 0
+// when the kernel does not apply.
+struct FusedSparseMlpGrid {
+  int cluster = 0;
+  int clusters = 0;
+};
+// The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
+// worth caching) with clusters of cluster_size (4 or 8) blocks, or with 0 of
+// the size that places more blocks at once. Empty when the kernel does not
+// apply: not sm_90, f32 weights, d not a multiple of 512 or above 12288.
+FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
+                                          DType dtype, bool gated,
+                                          Activation activation,
+                                          int cluster_size);
+// Splits of the kept units (one wave of the grid's clusters) for
+// FusedSparseMlp, or 0 when it does not apply to these tensors: more than
+// one row, unaligned data, or more than 256 kept units a split. The caller
+// then runs the two gathers. Scratch: splits * hidden floats.
+int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
+                         const Tensor& w_up, const Tensor* w_gate,
+                         const Tensor& w_down_t, int64_t k);
 
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
-// `splits` comes from FusedSparseMlpSplits, so FusedSparseMlpClusters has run
-// for this kernel: it also opts the kernel into the shared memory it stages
-// weights in (up to 96 KB a block). A `timeline` (device, splits *
-// kFusedMlpClusterBlocks * kFusedMlpEvents) gets each block's event times.
+// `cluster` (the grid's) and `splits` come from FusedSparseMlpClusters and
+// FusedSparseMlpSplits: the former also opts the kernel into the shared
+// memory it stages weights in (up to 96 KB a block). A `timeline` (device,
+// splits * cluster * kFusedMlpEvents) gets each block's event times.
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor& w_up, const Tensor& b_up,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
-                            Activation activation, int splits, float* scratch,
-                            Tensor* y, uint64_t* timeline = nullptr);
+                            Activation activation, int cluster, int splits,
+                            float* scratch, Tensor* y,
+                            uint64_t* timeline = nullptr);
 
 }  // namespace dynsparse::cuda
 

@@ -10,10 +10,12 @@
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
 //   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--timeline]
+//                              [--cluster 0|4|8]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
 // timings; for quick A/B runs. --timeline: after each MLP's line, one
 // {"timeline": ...} line from the fused kernel's event times,
-// sparse_mlp_timeline.h.)
+// sparse_mlp_timeline.h. --cluster: the fused kernel's cluster size, as
+// DYNSPARSE_CUDA_MLP_CLUSTER; each line names the size it ran.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -106,18 +108,17 @@ double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
 template <typename Copy>
 void Timeline(CudaBackend& b, const Shape2& sh, double keep,
               const std::vector<Copy>& c, const Tensor& x, Activation act,
-              int per_graph) {
+              const FusedSparseMlpGrid& grid, int per_graph) {
   DeviceContext& ctx = b.context();
   const int64_t d = sh.d, k = c[0].ids.dim(1);
   const Tensor* gate = sh.gated ? &c[0].w_gate : nullptr;
-  const int splits = FusedSparseMlpSplits(
-      FusedSparseMlpClusters(ctx, d, DType::kF16, sh.gated, act), x, c[0].w_up,
-      gate, c[0].w_down_t, k);
+  const int splits =
+      FusedSparseMlpSplits(grid, x, c[0].w_up, gate, c[0].w_down_t, k);
   if (splits == 0) {
     std::fprintf(stderr, "%s: no fused kernel, no timeline\n", sh.name);
     return;
   }
-  const int blocks = splits * kFusedMlpClusterBlocks;
+  const int blocks = splits * grid.cluster;
   const int64_t per_call = int64_t{blocks} * kFusedMlpEvents;
   // 64-bit stamps in an i32 tensor of twice the length.
   const Tensor stamps = Device(b, DType::kI32, {2 * per_graph * per_call});
@@ -127,11 +128,11 @@ void Timeline(CudaBackend& b, const Shape2& sh, double keep,
   const Tensor empty;
   TimeGraph(b, per_graph, /*iters=*/1, [&](int i) {
     const Copy& w = c[i % c.size()];
-    BENCH_CHECK(
-        FusedSparseMlp(ctx, x, w.w_up, w.b_up, sh.gated ? &w.w_gate : nullptr,
-                       sh.gated ? &empty : nullptr, w.w_down_t, w.b_down,
-                       w.ids.template data<int32_t>(), k, act, splits,
-                       scratch.data<float>(), &y, stamp_data + i * per_call));
+    BENCH_CHECK(FusedSparseMlp(
+        ctx, x, w.w_up, w.b_up, sh.gated ? &w.w_gate : nullptr,
+        sh.gated ? &empty : nullptr, w.w_down_t, w.b_down,
+        w.ids.template data<int32_t>(), k, act, grid.cluster, splits,
+        scratch.data<float>(), &y, stamp_data + i * per_call));
   });
   std::vector<uint64_t> host(per_graph * per_call);
   BENCH_CHECK(ctx.Synchronize());
@@ -148,7 +149,7 @@ void Timeline(CudaBackend& b, const Shape2& sh, double keep,
 }
 
 void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
-         double copy_gbps, int iters, bool timeline) {
+         double copy_gbps, int iters, bool timeline, int cluster_option) {
   const int64_t d = sh.d, inter = sh.inter;
   const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
   const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
@@ -178,6 +179,9 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
   }
   const Tensor x = Device(b, DType::kF32, {1, d});
   const Activation act = sh.gated ? Activation::kSilu : Activation::kRelu;
+  // The cluster size GatherMlp runs (0 where the kernel does not apply).
+  const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
+      b.context(), d, DType::kF16, sh.gated, act, cluster_option);
   Tensor h = b.Allocate(DType::kF32, {1, k});
   Tensor y = b.Allocate(DType::kF32, {1, d});
   Tensor up = b.Allocate(DType::kF32, {2 * inter});
@@ -231,15 +235,15 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       "\"dense_ms\": %.5f, \"dense_bytes\": %lld, \"dense_gbps\": %.1f, "
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
       "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
-      "\"down_ms\": %.5f, \"unfused_ms\": %.5f}\n",
+      "\"down_ms\": %.5f, \"unfused_ms\": %.5f, \"mlp_cluster\": %d}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
-      dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms,
-      unfused_ms);
-  if (timeline) Timeline(b, sh, keep, c, x, act, per_graph);
+      dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms, unfused_ms,
+      grid.cluster);
+  if (timeline) Timeline(b, sh, keep, c, x, act, grid, per_graph);
   std::fflush(stdout);
 }
 
@@ -320,9 +324,13 @@ void RunPredictor(CudaBackend& b, int64_t d, int64_t units, int64_t rank,
 int main(int argc, char** argv) {
   using namespace dynsparse::cuda;
   int iters = 20;
+  int cluster = static_cast<int>(CudaBackendOptions().fused_sparse_mlp_cluster);
   std::vector<std::string> only;  // --shape: see the top comment.
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--cluster") == 0) {
+      cluster = std::atoi(argv[i + 1]);
+    }
     if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
   }
   const bool timeline = std::find_if(argv + 1, argv + argc, [](const char* a) {
@@ -338,8 +346,13 @@ int main(int argc, char** argv) {
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
+  if (cluster != 0 && cluster != 4 && cluster != 8) {
+    std::fprintf(stderr, "--cluster %d: 0, 4 or 8\n", cluster);
+    return 2;
+  }
   CudaBackendOptions fused_options;
   fused_options.fused_sparse_mlp = 2;
+  fused_options.fused_sparse_mlp_cluster = cluster;
   auto backend = CudaBackend::Create(fused_options);
   if (!backend.ok()) {
     std::fprintf(stderr, "no CUDA backend: %s\n",
@@ -365,7 +378,7 @@ int main(int argc, char** argv) {
       continue;
     }
     for (double keep : {0.1, 0.25}) {
-      Run(b, **unfused, s, keep, *bw, iters, timeline);
+      Run(b, **unfused, s, keep, *bw, iters, timeline, cluster);
     }
   }
   if (!only.empty()) return 0;

@@ -16,8 +16,7 @@
 namespace dynsparse::cuda {
 
 // What a timeline run of FusedSparseMlp records: each block's global time
-// (ns) at these events, [splits][kFusedMlpClusterBlocks][kFusedMlpEvents]
-// a launch.
+// (ns) at these events, [splits][cluster][kFusedMlpEvents] a launch.
 enum class FusedMlpEvent {
   kBegins,         // After the wait for the previous kernel.
   kUpDone,         // The block's units' up projections summed.
@@ -26,7 +25,6 @@ enum class FusedMlpEvent {
   kWritten,        // The block's partial sums written.
 };
 inline constexpr int kFusedMlpEvents = 5;
-inline constexpr int kFusedMlpClusterBlocks = 8;
 
 // Where the launches spent their time, in us. events_us[e] = {min, median,
 // max} over the blocks of event e's time since the launch's first block

@@ -54,9 +54,9 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
                       upload({kHidden}, DType::kF16)});
   }
   DeviceContext& ctx = b.context();
-  const int clusters = FusedSparseMlpClusters(ctx, kHidden, DType::kF16, false,
-                                              Activation::kRelu);
-  const int splits = FusedSparseMlpSplits(clusters, x, copies[0].w_up, nullptr,
+  const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
+      ctx, kHidden, DType::kF16, false, Activation::kRelu, /*cluster_size=*/8);
+  const int splits = FusedSparseMlpSplits(grid, x, copies[0].w_up, nullptr,
                                           copies[0].w_down_t, kKept);
   if (ctx.info().major < 9) {
     EXPECT_EQ(splits, 0);  // The fused kernel needs clusters (sm_90).
@@ -64,7 +64,7 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
   }
   ASSERT_GT(splits, 0);
   constexpr int kCalls = 4;
-  const int blocks = splits * kFusedMlpClusterBlocks;
+  const int blocks = splits * grid.cluster;
   const int64_t per_call = int64_t{blocks} * kFusedMlpEvents;
   // 64-bit stamps in an i32 tensor of twice the length.
   auto stamps = AllocateDevice(ctx, DType::kI32, {2 * kCalls * per_call});
@@ -74,12 +74,12 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
   Tensor y = b.Allocate(DType::kF32, {1, kHidden});
   for (int call = 0; call < kCalls; ++call) {  // Back to back, as in decode.
     const Weights& w = copies[call % copies.size()];
-    ASSERT_TRUE(FusedSparseMlp(ctx, x, w.w_up, w.b_up, nullptr, nullptr,
-                               w.w_down_t, w.b_down,
-                               device_ids->data<int32_t>(), kKept,
-                               Activation::kRelu, splits, scratch.data<float>(),
-                               &y, stamp_data + call * per_call)
-                    .ok());
+    ASSERT_TRUE(
+        FusedSparseMlp(ctx, x, w.w_up, w.b_up, nullptr, nullptr, w.w_down_t,
+                       w.b_down, device_ids->data<int32_t>(), kKept,
+                       Activation::kRelu, grid.cluster, splits,
+                       scratch.data<float>(), &y, stamp_data + call * per_call)
+            .ok());
   }
   ASSERT_TRUE(ctx.Synchronize().ok());
   std::vector<uint64_t> host(kCalls * per_call);

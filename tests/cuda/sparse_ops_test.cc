@@ -288,10 +288,10 @@ TEST_F(SparseOpsTest, TransposedWeightPrefillMatchesCpu) {
   }
 }
 
-// The one-launch sparse MLP of a decode row (sm_90: clusters of 8 column
-// blocks, sparse_mlp.h) against the CPU's two gathers, OPT (ReLU, biases)
-// and Llama (gated SiLU) forms, f16 and bf16, from one kept unit to splits
-// of ~100 units; hidden 1536 has 96-thread blocks. Errors are measured
+// The one-launch sparse MLP of a decode row (sm_90: clusters of 8 or 4
+// column blocks, sparse_mlp.h) against the CPU's two gathers, OPT (ReLU,
+// biases) and Llama (gated SiLU) forms, f16 and bf16, from one kept unit to
+// splits of ~100 units; hidden 1536 has 96-thread blocks. Errors are measured
 // against the size of each output's terms (a single kept unit makes the
 // output one dot product, which may cancel). And Backend::GatherMlp, which
 // picks the kernel or the two gathers, against the CPU.
@@ -349,26 +349,29 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
         const Tensor dids = Up(ids);
         const Tensor* dgate = gated ? &dg : nullptr;
         DeviceContext& ctx = gpu_->context();
-        const int clusters = FusedSparseMlpClusters(ctx, d, dt, gated, act);
-        const int splits =
-            FusedSparseMlpSplits(clusters, dx, dw, dgate, dwt, k);
-        if (ctx.info().major >= 9) {
-          ASSERT_GT(splits, 0) << what;
+        for (int cluster : {8, 4}) {
+          const FusedSparseMlpGrid grid =
+              FusedSparseMlpClusters(ctx, d, dt, gated, act, cluster);
+          const int splits = FusedSparseMlpSplits(grid, dx, dw, dgate, dwt, k);
+          if (ctx.info().major < 9) break;
+          const std::string where = absl::StrCat(what, " cluster ", cluster);
+          ASSERT_EQ(grid.cluster, cluster) << where;
+          ASSERT_GT(splits, 0) << where;
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
           auto fused = [&](Tensor* out) {
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
                                   dwt, dbd, dids.data<int32_t>(), k, act,
-                                  splits, scratch.data<float>(), out);
+                                  cluster, splits, scratch.data<float>(), out);
           };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&dy).ok()) << what;
+          ASSERT_TRUE(fused(&dy).ok()) << where;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
-              << what;
+              << where;
           // The splits are summed in a fixed order: the same y, bit for bit,
           // on a second call (whichever blocks finish first).
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&again).ok()) << what;
-          EXPECT_EQ(Down(again), Down(dy)) << what;
+          ASSERT_TRUE(fused(&again).ok()) << where;
+          EXPECT_EQ(Down(again), Down(dy)) << where;
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
