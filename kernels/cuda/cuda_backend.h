@@ -186,6 +186,12 @@ class CudaBackend : public Backend {
                  const Tensor& w_down_t, const Tensor& b_down,
                  const Tensor& ids, Activation act, Tensor* hidden,
                  Tensor* y) override;
+  // The fused kernel's grid and splits GatherMlp runs for k kept units of
+  // these tensors under the options (splits 0: the two gathers).
+  FusedSparseMlpLaunch FusedMlpLaunch(const Tensor& x, const Tensor& w_up,
+                                      const Tensor* w_gate,
+                                      const Tensor& w_down_t, int64_t k,
+                                      Activation act);
   void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
                            const Tensor& ids, int64_t unit_width,
                            Tensor* y) override;
@@ -326,8 +332,9 @@ class CudaBackend : public Backend {
   std::vector<cudaEvent_t> side_events_;
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
-  // FusedSparseMlpClusters by (hidden, weight dtype, gated, activation).
-  std::map<std::tuple<int64_t, int, bool, int>, FusedSparseMlpGrid>
+  // FusedSparseMlpClusters by (hidden, weight dtype, gated, activation,
+  // cluster size).
+  std::map<std::tuple<int64_t, int, bool, int, int>, FusedSparseMlpGrid>
       fused_mlp_grids_;
 
   // Index staging: two halves of pinned ints, one device arena.

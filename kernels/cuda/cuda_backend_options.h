@@ -105,14 +105,16 @@ struct CudaBackendOptions {
   // DejaVu's sparse MLP of a decode row as one launch (sparse_mlp.h) plus
   // the split reduction, instead of the up gather, the transposed gather and
   // the reduction: 0 never, 1 where it measured faster (hidden <= 9216:
-  // OPT-13B/30B/66B and Llama-2-7B's gated MLP; OPT-175B's keep 0.1 ran
-  // slower, results/bench/h200_run47, h200_run54), 2 wherever it applies.
-  // DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
+  // OPT-13B/30B/66B and Llama-2-7B's gated MLP; above, from 8192 kept units:
+  // OPT-175B at keep 0.25 151.8 vs 158.3 us, while keep 0.1 ran 67.7 vs 66.3,
+  // results/bench/h200_run107, h200_run47, h200_run54), 2 wherever it
+  // applies. DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
-  // Its clusters: 8 or 4 column blocks a split, or 0 for the size that
-  // places more blocks at once (4 on an H200: clusters of 8 fit 240 of
-  // OPT-66B's 264 block slots). DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8.
-  int64_t fused_sparse_mlp_cluster = 8;
+  // Its clusters: 8 or 4 column blocks a split, or 0 for clusters of 8
+  // where one wave of them holds the kept units and of 4 beyond (4 holds
+  // twice as many; 8 ran faster wherever both applied, h200_run107).
+  // DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8.
+  int64_t fused_sparse_mlp_cluster = 0;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

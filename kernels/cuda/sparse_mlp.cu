@@ -12,9 +12,10 @@
 // GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
 // 17.5 to 13.9 us at keep 0.1, and left the ReLU shapes where they were.
-// Clusters of 4 column blocks are built too: a cluster must fit in one GPC,
-// so clusters of 8 at two blocks an SM place only 240 of OPT-66B's 264 block
-// slots (30 clusters), and 4 place them all.
+// Clusters of 4 and of 16 column blocks are built too: a cluster must fit in
+// one GPC, so the size decides how many of the 264 block slots (two blocks
+// an SM) a wave fills, and the splits (clusters) decide the partial sums the
+// reduction reads; 16 blocks is a non-portable cluster size.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ __device__ __forceinline__ float Activate(float v) {
 // stall of both loops, results/bench/h200_run97).
 template <bool kGated, int kCluster>
 struct StageTile {
-  static_assert(kCluster == 4 || kCluster == 8);
+  static_assert(kCluster == 4 || kCluster == 8 || kCluster == 16);
   static constexpr int kGroups = kCluster / 2;  // Of the transposed gather.
   static constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
@@ -269,7 +270,7 @@ cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
 }
 
 // Calls f with the kernel for the weight type, activation, gating and
-// cluster size (4 or 8).
+// cluster size (4, 8 or 16).
 template <typename F>
 absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
                       F&& f) {
@@ -280,6 +281,10 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
       if (cluster == 4) {
         return gated ? f(FusedSparseMlpKernel<T, A, true, 4>, t)
                      : f(FusedSparseMlpKernel<T, A, false, 4>, t);
+      }
+      if (cluster == 16) {
+        return gated ? f(FusedSparseMlpKernel<T, A, true, 16>, t)
+                     : f(FusedSparseMlpKernel<T, A, false, 16>, t);
       }
       return gated ? f(FusedSparseMlpKernel<T, A, true, 8>, t)
                    : f(FusedSparseMlpKernel<T, A, false, 8>, t);
@@ -301,9 +306,9 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
     }
     return absl::InvalidArgumentError("FusedSparseMlp: unknown activation");
   };
-  if (cluster != 4 && cluster != 8) {
+  if (cluster != 4 && cluster != 8 && cluster != 16) {
     return absl::InvalidArgumentError(
-        absl::StrCat("FusedSparseMlp: clusters of ", cluster, " (4 or 8)"));
+        absl::StrCat("FusedSparseMlp: clusters of ", cluster, " (4, 8 or 16)"));
   }
   switch (dtype) {
     case DType::kF16:
@@ -328,6 +333,11 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
         DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
             static_cast<int>(StagingSmem(kMaxThreads * 16, gated, cluster))));
+        // 16 blocks is above the portable cluster size (sm_90 allows it).
+        if (cluster > 8) {
+          DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+              kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        }
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
             Config(ctx, d, gated, cluster, 1, attributes);
@@ -343,23 +353,17 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
 
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
-                                          Activation activation,
-                                          int cluster_size) {
+                                          Activation activation, int cluster) {
   // Whole warps of d / 16 threads.
   if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
-      (dtype != DType::kF16 && dtype != DType::kBF16)) {
+      (dtype != DType::kF16 && dtype != DType::kBF16) ||
+      (cluster != 4 && cluster != 8 && cluster != 16)) {
     return {};
   }
-  FusedSparseMlpGrid best;
-  for (int cluster : {8, 4}) {
-    if (cluster_size != 0 && cluster != cluster_size) continue;
-    const int clusters =
-        MaxActiveClusters(ctx, d, dtype, gated, activation, cluster);
-    if (clusters * cluster > best.clusters * best.cluster) {
-      best = {cluster, clusters};
-    }
-  }
-  return best;
+  const int clusters =
+      MaxActiveClusters(ctx, d, dtype, gated, activation, cluster);
+  if (clusters == 0) return {};
+  return {cluster, clusters};
 }
 
 int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
@@ -379,6 +383,17 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
   const int64_t splits = std::min<int64_t>(grid.clusters, k);
   if (CeilDiv(k, splits) > kMaxSplitUnits) return 0;
   return static_cast<int>(splits);
+}
+
+FusedSparseMlpLaunch FirstFittingGrid(
+    std::initializer_list<FusedSparseMlpGrid> grids, const Tensor& x,
+    const Tensor& w_up, const Tensor* w_gate, const Tensor& w_down_t,
+    int64_t k) {
+  for (const FusedSparseMlpGrid& grid : grids) {
+    const int splits = FusedSparseMlpSplits(grid, x, w_up, w_gate, w_down_t, k);
+    if (splits > 0) return {grid, splits};
+  }
+  return {};
 }
 
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,

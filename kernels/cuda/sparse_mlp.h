@@ -7,6 +7,7 @@
 #define DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "absl/status/status.h"
 #include "core/model_config.h"
@@ -16,7 +17,7 @@
 
 namespace dynsparse::cuda {
 
-// FusedSparseMlp's grid: clusters of `cluster` column blocks (4 or 8) of
+// FusedSparseMlp's grid: clusters of `cluster` column blocks (4, 8 or 16) of
 // one split each, of which `clusters` fit on the GPU at once; clusters == 0
 // when the kernel does not apply.
 struct FusedSparseMlpGrid {
@@ -24,13 +25,12 @@ struct FusedSparseMlpGrid {
   int clusters = 0;
 };
 // The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
-// worth caching) with clusters of cluster_size (4 or 8) blocks, or with 0 of
-// the size that places more blocks at once. Empty when the kernel does not
-// apply: not sm_90, f32 weights, d not a multiple of 512 or above 12288.
+// worth caching) with clusters of `cluster` (4, 8 or 16) blocks. Empty when the
+// kernel does not apply: not sm_90, f32 weights, d not a multiple of 512 or
+// above 12288, another cluster size.
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
-                                          Activation activation,
-                                          int cluster_size);
+                                          Activation activation, int cluster);
 // Splits of the kept units (one wave of the grid's clusters) for
 // FusedSparseMlp, or 0 when it does not apply to these tensors: more than
 // one row, unaligned data, or more than 256 kept units a split. The caller
@@ -39,10 +39,23 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
                          const Tensor& w_up, const Tensor* w_gate,
                          const Tensor& w_down_t, int64_t k);
 
+// A grid and its splits for one call; splits == 0: the two gathers.
+struct FusedSparseMlpLaunch {
+  FusedSparseMlpGrid grid;
+  int splits = 0;
+};
+// The first of `grids` (in order of preference) whose splits hold the k
+// kept units of these tensors.
+FusedSparseMlpLaunch FirstFittingGrid(
+    std::initializer_list<FusedSparseMlpGrid> grids, const Tensor& x,
+    const Tensor& w_up, const Tensor* w_gate, const Tensor& w_down_t,
+    int64_t k);
+
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
 // `cluster` (the grid's) and `splits` come from FusedSparseMlpClusters and
-// FusedSparseMlpSplits: the former also opts the kernel into the shared
+// FusedSparseMlpSplits (or FirstFittingGrid): the former also opts the
+// kernel into the shared
 // memory it stages weights in (up to 96 KB a block). A `timeline` (device,
 // splits * cluster * kFusedMlpEvents) gets each block's event times.
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,

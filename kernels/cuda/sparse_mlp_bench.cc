@@ -10,7 +10,7 @@
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
 //   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--timeline]
-//                              [--cluster 0|4|8]
+//                              [--cluster 0|4|8|16]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
 // timings; for quick A/B runs. --timeline: after each MLP's line, one
 // {"timeline": ...} line from the fused kernel's event times,
@@ -108,12 +108,11 @@ double TimeGraph(CudaBackend& b, int per_graph, int iters, F&& body) {
 template <typename Copy>
 void Timeline(CudaBackend& b, const Shape2& sh, double keep,
               const std::vector<Copy>& c, const Tensor& x, Activation act,
-              const FusedSparseMlpGrid& grid, int per_graph) {
+              const FusedSparseMlpLaunch& launch, int per_graph) {
   DeviceContext& ctx = b.context();
   const int64_t d = sh.d, k = c[0].ids.dim(1);
-  const Tensor* gate = sh.gated ? &c[0].w_gate : nullptr;
-  const int splits =
-      FusedSparseMlpSplits(grid, x, c[0].w_up, gate, c[0].w_down_t, k);
+  const int splits = launch.splits;
+  const FusedSparseMlpGrid& grid = launch.grid;
   if (splits == 0) {
     std::fprintf(stderr, "%s: no fused kernel, no timeline\n", sh.name);
     return;
@@ -149,7 +148,7 @@ void Timeline(CudaBackend& b, const Shape2& sh, double keep,
 }
 
 void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
-         double copy_gbps, int iters, bool timeline, int cluster_option) {
+         double copy_gbps, int iters, bool timeline) {
   const int64_t d = sh.d, inter = sh.inter;
   const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(keep * inter));
   const int64_t dense_bytes = (sh.gated ? 3 : 2) * d * inter * 2;
@@ -179,9 +178,9 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
   }
   const Tensor x = Device(b, DType::kF32, {1, d});
   const Activation act = sh.gated ? Activation::kSilu : Activation::kRelu;
-  // The cluster size GatherMlp runs (0 where the kernel does not apply).
-  const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
-      b.context(), d, DType::kF16, sh.gated, act, cluster_option);
+  // The grid GatherMlp runs (cluster 0 where the kernel does not apply).
+  const FusedSparseMlpLaunch launch = b.FusedMlpLaunch(
+      x, c[0].w_up, sh.gated ? &c[0].w_gate : nullptr, c[0].w_down_t, k, act);
   Tensor h = b.Allocate(DType::kF32, {1, k});
   Tensor y = b.Allocate(DType::kF32, {1, d});
   Tensor up = b.Allocate(DType::kF32, {2 * inter});
@@ -242,8 +241,8 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
       dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms, unfused_ms,
-      grid.cluster);
-  if (timeline) Timeline(b, sh, keep, c, x, act, grid, per_graph);
+      launch.grid.cluster);
+  if (timeline) Timeline(b, sh, keep, c, x, act, launch, per_graph);
   std::fflush(stdout);
 }
 
@@ -346,8 +345,8 @@ int main(int argc, char** argv) {
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
-  if (cluster != 0 && cluster != 4 && cluster != 8) {
-    std::fprintf(stderr, "--cluster %d: 0, 4 or 8\n", cluster);
+  if (cluster != 0 && cluster != 4 && cluster != 8 && cluster != 16) {
+    std::fprintf(stderr, "--cluster %d: 0, 4, 8 or 16\n", cluster);
     return 2;
   }
   CudaBackendOptions fused_options;
@@ -378,7 +377,7 @@ int main(int argc, char** argv) {
       continue;
     }
     for (double keep : {0.1, 0.25}) {
-      Run(b, **unfused, s, keep, *bw, iters, timeline, cluster);
+      Run(b, **unfused, s, keep, *bw, iters, timeline);
     }
   }
   if (!only.empty()) return 0;

@@ -55,7 +55,7 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
   }
   DeviceContext& ctx = b.context();
   const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
-      ctx, kHidden, DType::kF16, false, Activation::kRelu, /*cluster_size=*/8);
+      ctx, kHidden, DType::kF16, false, Activation::kRelu, /*cluster=*/8);
   const int splits = FusedSparseMlpSplits(grid, x, copies[0].w_up, nullptr,
                                           copies[0].w_down_t, kKept);
   if (ctx.info().major < 9) {

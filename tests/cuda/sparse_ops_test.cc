@@ -349,14 +349,17 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
         const Tensor dids = Up(ids);
         const Tensor* dgate = gated ? &dg : nullptr;
         DeviceContext& ctx = gpu_->context();
-        for (int cluster : {8, 4}) {
+        for (int cluster : {16, 8, 4}) {
           const FusedSparseMlpGrid grid =
               FusedSparseMlpClusters(ctx, d, dt, gated, act, cluster);
           const int splits = FusedSparseMlpSplits(grid, dx, dw, dgate, dwt, k);
           if (ctx.info().major < 9) break;
           const std::string where = absl::StrCat(what, " cluster ", cluster);
           ASSERT_EQ(grid.cluster, cluster) << where;
-          ASSERT_GT(splits, 0) << where;
+          if (splits == 0) {  // One wave holds 256 units a split at most.
+            EXPECT_GT(k, int64_t{grid.clusters} * 256) << where;
+            continue;
+          }
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
           auto fused = [&](Tensor* out) {
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
@@ -382,6 +385,63 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
       }
     }
   }
+}
+
+// GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): clusters of 8
+// up to the units one wave of them holds, of 4 beyond, the two gathers where
+// neither holds them; a forced size or the fused kernel off are obeyed, and
+// above hidden 9216 the automatic choice fuses only from 8192 kept units.
+TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
+  DeviceContext& ctx = gpu_->context();
+  if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
+  constexpr int kSplitUnits = 256;  // sparse_mlp.cu's kMaxSplitUnits.
+  for (const int64_t d : {9216, 12288}) {
+    const std::string what = absl::StrCat("hidden ", d);
+    const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
+    const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
+    const FusedSparseMlpGrid eight = FusedSparseMlpClusters(
+        ctx, d, DType::kF16, false, Activation::kRelu, 8);
+    const FusedSparseMlpGrid four = FusedSparseMlpClusters(
+        ctx, d, DType::kF16, false, Activation::kRelu, 4);
+    ASSERT_GT(eight.clusters, 0) << what;
+    ASSERT_GT(four.clusters, 0) << what;
+    auto launch = [&](int64_t k) {
+      return gpu_->FusedMlpLaunch(x, w, nullptr, w, k, Activation::kRelu);
+    };
+    const int64_t reach8 = int64_t{eight.clusters} * kSplitUnits;
+    const int64_t reach4 = int64_t{four.clusters} * kSplitUnits;
+    ASSERT_GT(reach4, reach8) << what;
+    const bool wide = d > 9216;
+    for (const int64_t k : {int64_t{2048}, int64_t{8192}, reach8, reach8 + 1,
+                            reach4, reach4 + 1}) {
+      const FusedSparseMlpLaunch got = launch(k);
+      const std::string where = absl::StrCat(what, " k ", k);
+      if (k > reach4 || (wide && k < 8192)) {
+        EXPECT_EQ(got.splits, 0) << where;
+        continue;
+      }
+      EXPECT_EQ(got.grid.cluster, k <= reach8 ? 8 : 4) << where;
+      EXPECT_EQ(got.splits, std::min<int64_t>(got.grid.clusters, k)) << where;
+    }
+  }
+  // A forced size, and the fused kernel off.
+  const int64_t d = 9216;
+  const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
+  const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
+  CudaBackendOptions options;
+  options.fused_sparse_mlp_cluster = 4;
+  auto four = CudaBackend::Create(options);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ((*four)
+                ->FusedMlpLaunch(x, w, nullptr, w, 2048, Activation::kRelu)
+                .grid.cluster,
+            4);
+  options.fused_sparse_mlp = 0;
+  auto off = CudaBackend::Create(options);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(
+      (*off)->FusedMlpLaunch(x, w, nullptr, w, 2048, Activation::kRelu).splits,
+      0);
 }
 
 // hd 16 takes the staged vector path, 12 the scalar one; 42 output rows end
