@@ -1404,10 +1404,6 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
       (options_.fused_sparse_mlp == 1 && (x.numel() <= 9216 || k >= 8192));
   if (!wanted || x.device() != Device::kCuda) return {};
   auto grid_of = [&](int cluster) -> FusedSparseMlpGrid {
-    if (options_.fused_sparse_mlp_cluster != 0 &&
-        options_.fused_sparse_mlp_cluster != cluster) {
-      return {};
-    }
     const auto key =
         std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
                         w_gate != nullptr, static_cast<int>(act), cluster);
@@ -1425,6 +1421,10 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
   // units (H200, results/bench/h200_run107: OPT-66B keep 0.1 39.0 vs 41.6
   // us, Llama-2-7B keep 0.1 13.5 vs 14.3); 4 holds twice the units in one
   // wave (OPT-66B at keep 0.25: 89.5 us against the gathers' 91.8).
+  const int forced = static_cast<int>(options_.fused_sparse_mlp_cluster);
+  if (forced != 0) {
+    return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
+  }
   return FirstFittingGrid({grid_of(8), grid_of(4)}, x, w_up, w_gate, w_down_t,
                           k);
 }

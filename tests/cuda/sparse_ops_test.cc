@@ -429,13 +429,15 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
   const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
   CudaBackendOptions options;
-  options.fused_sparse_mlp_cluster = 4;
-  auto four = CudaBackend::Create(options);
-  ASSERT_TRUE(four.ok()) << four.status();
-  EXPECT_EQ((*four)
-                ->FusedMlpLaunch(x, w, nullptr, w, 2048, Activation::kRelu)
-                .grid.cluster,
-            4);
+  for (const int cluster : {4, 16}) {
+    options.fused_sparse_mlp_cluster = cluster;
+    auto forced = CudaBackend::Create(options);
+    ASSERT_TRUE(forced.ok()) << forced.status();
+    const FusedSparseMlpLaunch got =
+        (*forced)->FusedMlpLaunch(x, w, nullptr, w, 1024, Activation::kRelu);
+    EXPECT_EQ(got.grid.cluster, cluster);
+    EXPECT_GT(got.splits, 0) << "clusters of " << cluster;
+  }
   options.fused_sparse_mlp = 0;
   auto off = CudaBackend::Create(options);
   ASSERT_TRUE(off.ok()) << off.status();
