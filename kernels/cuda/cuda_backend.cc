@@ -1417,13 +1417,20 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
     }
     return it->second;
   };
-  // Clusters of 8 ran faster on every shape where both sizes held the kept
-  // units (H200, results/bench/h200_run107: OPT-66B keep 0.1 39.0 vs 41.6
-  // us, Llama-2-7B keep 0.1 13.5 vs 14.3); 4 holds twice the units in one
-  // wave (OPT-66B at keep 0.25: 89.5 us against the gathers' 91.8).
   const int forced = static_cast<int>(options_.fused_sparse_mlp_cluster);
   if (forced != 0) {
     return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
+  }
+  // Of the sizes whose one wave holds the units, the largest measured
+  // fastest (fewer splits to reduce; H200, results/bench/h200_run107,
+  // h200_run109): gated Llama-2-7B keep 0.1 12.4 us at 16 against 13.5 at 8;
+  // OPT-66B keep 0.1 39.0 at 8 against 41.6 at 4, and keep 0.25 89.5 at 4
+  // against the gathers' 91.8. Only gated MLPs try 16: one wave of them holds
+  // too few of OPT-66B's units, and OPT-13B keep 0.25 lost (32.7 against
+  // 31.8 us).
+  if (w_gate != nullptr) {
+    return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
+                            w_gate, w_down_t, k);
   }
   return FirstFittingGrid({grid_of(8), grid_of(4)}, x, w_up, w_gate, w_down_t,
                           k);

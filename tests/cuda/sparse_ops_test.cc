@@ -7,6 +7,7 @@
 #include <random>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/session.h"
@@ -387,40 +388,46 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
   }
 }
 
-// GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): clusters of 8
-// up to the units one wave of them holds, of 4 beyond, the two gathers where
-// neither holds them; a forced size or the fused kernel off are obeyed, and
-// above hidden 9216 the automatic choice fuses only from 8192 kept units.
+// GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
+// of the preference order (gated MLPs 16, 8, 4; others 8, 4) whose one wave
+// holds the kept units, the two gathers where none does; a forced size or
+// the fused kernel off are obeyed, and above hidden 9216 the automatic
+// choice fuses only from 8192 kept units.
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   DeviceContext& ctx = gpu_->context();
   if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
   constexpr int kSplitUnits = 256;  // sparse_mlp.cu's kMaxSplitUnits.
-  for (const int64_t d : {9216, 12288}) {
-    const std::string what = absl::StrCat("hidden ", d);
+  for (const auto& [d, gated] :
+       {std::pair<int64_t, bool>{9216, false}, {12288, false}, {4096, true}}) {
+    const std::string what = absl::StrCat("hidden ", d, gated ? " gated" : "");
+    const Activation act = gated ? Activation::kSilu : Activation::kRelu;
     const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
     const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
-    const FusedSparseMlpGrid eight = FusedSparseMlpClusters(
-        ctx, d, DType::kF16, false, Activation::kRelu, 8);
-    const FusedSparseMlpGrid four = FusedSparseMlpClusters(
-        ctx, d, DType::kF16, false, Activation::kRelu, 4);
-    ASSERT_GT(eight.clusters, 0) << what;
-    ASSERT_GT(four.clusters, 0) << what;
-    auto launch = [&](int64_t k) {
-      return gpu_->FusedMlpLaunch(x, w, nullptr, w, k, Activation::kRelu);
-    };
-    const int64_t reach8 = int64_t{eight.clusters} * kSplitUnits;
-    const int64_t reach4 = int64_t{four.clusters} * kSplitUnits;
-    ASSERT_GT(reach4, reach8) << what;
+    const std::vector<int> order =
+        gated ? std::vector<int>{16, 8, 4} : std::vector<int>{8, 4};
+    std::vector<int64_t> reach, ks = {2048, 8192};
+    for (const int cluster : order) {
+      const FusedSparseMlpGrid grid =
+          FusedSparseMlpClusters(ctx, d, DType::kF16, gated, act, cluster);
+      ASSERT_GT(grid.clusters, 0) << what << " cluster " << cluster;
+      reach.push_back(int64_t{grid.clusters} * kSplitUnits);
+      ks.push_back(reach.back());
+      ks.push_back(reach.back() + 1);
+    }
     const bool wide = d > 9216;
-    for (const int64_t k : {int64_t{2048}, int64_t{8192}, reach8, reach8 + 1,
-                            reach4, reach4 + 1}) {
-      const FusedSparseMlpLaunch got = launch(k);
+    for (const int64_t k : ks) {
+      const FusedSparseMlpLaunch got =
+          gpu_->FusedMlpLaunch(x, w, gated ? &w : nullptr, w, k, act);
       const std::string where = absl::StrCat(what, " k ", k);
-      if (k > reach4 || (wide && k < 8192)) {
+      int want = 0;
+      for (size_t i = 0; i < order.size() && want == 0; ++i) {
+        if (k <= reach[i]) want = order[i];
+      }
+      if (want == 0 || (wide && k < 8192)) {
         EXPECT_EQ(got.splits, 0) << where;
         continue;
       }
-      EXPECT_EQ(got.grid.cluster, k <= reach8 ? 8 : 4) << where;
+      EXPECT_EQ(got.grid.cluster, want) << where;
       EXPECT_EQ(got.splits, std::min<int64_t>(got.grid.clusters, k)) << where;
     }
   }
