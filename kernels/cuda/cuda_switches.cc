@@ -67,7 +67,7 @@ constexpr Number kNumbers[] = {
     // The one-launch sparse MLP: never, where measured faster, everywhere.
     {"FUSED_MLP", &Options::fused_sparse_mlp, 0, "0|1|2"},
     // Its cluster size (0: the largest whose one wave holds the units).
-    {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|16"},
+    {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -60,9 +60,10 @@ __device__ __forceinline__ float Activate(float v) {
 // stall of both loops, results/bench/h200_run97).
 template <bool kGated, int kCluster>
 struct StageTile {
-  static_assert(kCluster == 4 || kCluster == 8 || kCluster == 16);
+  static_assert(kCluster % 4 == 0 && kCluster <= 16);
   static constexpr int kGroups = kCluster / 2;  // Of the transposed gather.
-  static constexpr int kMaxBlockUnits = kMaxSplitUnits / kCluster;
+  static constexpr int kMaxBlockUnits =
+      (kMaxSplitUnits + kCluster - 1) / kCluster;
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
   static constexpr int kUpStages = kGated ? 2 : 4;
   static constexpr int kDownStages = 8;
@@ -248,6 +249,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #endif
 }
 
+bool IsBuiltClusterSize(int cluster) {
+  return cluster == 4 || cluster == 8 || cluster == 12 || cluster == 16;
+}
+
 // Dynamic shared memory: the larger of the two phases' slots
 // (16 bytes a thread each, d / 16 threads) and s_sum.
 size_t StagingSmem(int64_t d, bool gated, int cluster) {
@@ -270,7 +275,7 @@ cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
 }
 
 // Calls f with the kernel for the weight type, activation, gating and
-// cluster size (4, 8 or 16).
+// cluster size (4, 8, 12 or 16).
 template <typename F>
 absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
                       F&& f) {
@@ -281,6 +286,10 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
       if (cluster == 4) {
         return gated ? f(FusedSparseMlpKernel<T, A, true, 4>, t)
                      : f(FusedSparseMlpKernel<T, A, false, 4>, t);
+      }
+      if (cluster == 12) {
+        return gated ? f(FusedSparseMlpKernel<T, A, true, 12>, t)
+                     : f(FusedSparseMlpKernel<T, A, false, 12>, t);
       }
       if (cluster == 16) {
         return gated ? f(FusedSparseMlpKernel<T, A, true, 16>, t)
@@ -306,9 +315,9 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
     }
     return absl::InvalidArgumentError("FusedSparseMlp: unknown activation");
   };
-  if (cluster != 4 && cluster != 8 && cluster != 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FusedSparseMlp: clusters of ", cluster, " (4, 8 or 16)"));
+  if (!IsBuiltClusterSize(cluster)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FusedSparseMlp: clusters of ", cluster, " (4, 8, 12 or 16)"));
   }
   switch (dtype) {
     case DType::kF16:
@@ -354,10 +363,12 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
                                           Activation activation, int cluster) {
-  // Whole warps of d / 16 threads.
+  // Whole warps of d / 16 threads, split evenly into the cluster / 2 unit
+  // groups of the transposed gather (clusters of 12: hidden a multiple of
+  // 1536).
   if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
       (dtype != DType::kF16 && dtype != DType::kBF16) ||
-      (cluster != 4 && cluster != 8 && cluster != 16)) {
+      !IsBuiltClusterSize(cluster) || (d / 16) % (cluster / 2) != 0) {
     return {};
   }
   const int clusters =

@@ -17,16 +17,16 @@
 
 namespace dynsparse::cuda {
 
-// FusedSparseMlp's grid: clusters of `cluster` column blocks (4, 8 or 16) of
-// one split each, of which `clusters` fit on the GPU at once; clusters == 0
+// FusedSparseMlp's grid: clusters of `cluster` column blocks (4, 8, 12 or 16)
+// of one split each, of which `clusters` fit on the GPU at once; clusters == 0
 // when the kernel does not apply.
 struct FusedSparseMlpGrid {
   int cluster = 0;
   int clusters = 0;
 };
 // The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
-// worth caching) with clusters of `cluster` (4, 8 or 16) blocks. Empty when the
-// kernel does not apply: not sm_90, f32 weights, d not a multiple of 512 or
+// worth caching) with clusters of `cluster` (4, 8, 12 or 16) blocks. Empty when
+// the kernel does not apply: not sm_90, f32 weights, d not a multiple of 512 or
 // above 12288, another cluster size.
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,

@@ -10,7 +10,7 @@
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
 //   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--timeline]
-//                              [--cluster 0|4|8|16]
+//                              [--cluster 0|4|8|12|16]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
 // timings; for quick A/B runs. --timeline: after each MLP's line, one
 // {"timeline": ...} line from the fused kernel's event times,
@@ -345,8 +345,8 @@ int main(int argc, char** argv) {
   }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
-  if (cluster != 0 && cluster != 4 && cluster != 8 && cluster != 16) {
-    std::fprintf(stderr, "--cluster %d: 0, 4, 8 or 16\n", cluster);
+  if (cluster < 0 || cluster > 16 || cluster % 4 != 0) {
+    std::fprintf(stderr, "--cluster %d: 0, 4, 8, 12 or 16\n", cluster);
     return 2;
   }
   CudaBackendOptions fused_options;

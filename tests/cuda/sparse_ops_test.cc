@@ -350,7 +350,7 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
         const Tensor dids = Up(ids);
         const Tensor* dgate = gated ? &dg : nullptr;
         DeviceContext& ctx = gpu_->context();
-        for (int cluster : {16, 8, 4}) {
+        for (int cluster : {16, 12, 8, 4}) {
           const FusedSparseMlpGrid grid =
               FusedSparseMlpClusters(ctx, d, dt, gated, act, cluster);
           const int splits = FusedSparseMlpSplits(grid, dx, dw, dgate, dwt, k);
@@ -436,7 +436,7 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
   const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
   CudaBackendOptions options;
-  for (const int cluster : {4, 16}) {
+  for (const int cluster : {4, 12, 16}) {
     options.fused_sparse_mlp_cluster = cluster;
     auto forced = CudaBackend::Create(options);
     ASSERT_TRUE(forced.ok()) << forced.status();
