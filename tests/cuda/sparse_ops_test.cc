@@ -389,7 +389,7 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
 }
 
 // GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
-// of the preference order (gated MLPs 16, 8, 4; others 8, 4) whose one wave
+// of the preference order (gated MLPs 16, 8, 4; others 12, 8, 4) whose one wave
 // holds the kept units, the two gathers where none does; a forced size or
 // the fused kernel off are obeyed, and above hidden 9216 the automatic
 // choice fuses only from 8192 kept units.
@@ -403,8 +403,10 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
     const Activation act = gated ? Activation::kSilu : Activation::kRelu;
     const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
     const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
-    const std::vector<int> order =
-        gated ? std::vector<int>{16, 8, 4} : std::vector<int>{8, 4};
+    // Clusters of 12 only where the hidden size is a multiple of 1536.
+    std::vector<int> order =
+        gated ? std::vector<int>{16, 8, 4} : std::vector<int>{12, 8, 4};
+    if (d % 1536 != 0) std::erase(order, 12);
     std::vector<int64_t> reach, ks = {2048, 8192};
     for (const int cluster : order) {
       const FusedSparseMlpGrid grid =
