@@ -110,10 +110,10 @@ struct CudaBackendOptions {
   // results/bench/h200_run107, h200_run47, h200_run54), 2 wherever it
   // applies. DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
-  // Its clusters: 16, 8 or 4 column blocks a split, or 0 for the largest
-  // whose one wave holds the kept units (16 for gated MLPs only; 8 ran faster
-  // than 4 wherever both applied, 16 than 8 on Llama-2-7B's gated MLP,
-  // h200_run107, h200_run109). DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8|16.
+  // Its clusters: 4, 8, 12 or 16 column blocks a split, or 0 for the first
+  // size whose one wave holds the kept units, in the order 16, 8, 4 for gated
+  // MLPs and 12, 8, 4 otherwise (CudaBackend::FusedMlpLaunch; measured in
+  // h200_run107 .. h200_run111). DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8|12|16.
   int64_t fused_sparse_mlp_cluster = 0;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows

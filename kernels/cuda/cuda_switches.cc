@@ -66,7 +66,8 @@ constexpr Number kNumbers[] = {
     {"LAZY_MMA_BLOCKS", &Options::lazy_kv_mma_blocks_per_sm, 0, "0|2|3"},
     // The one-launch sparse MLP: never, where measured faster, everywhere.
     {"FUSED_MLP", &Options::fused_sparse_mlp, 0, "0|1|2"},
-    // Its cluster size (0: the largest whose one wave holds the units).
+    // Its cluster size (0: the first of an order whose one wave holds the
+    // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
 };
 

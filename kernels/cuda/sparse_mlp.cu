@@ -12,10 +12,11 @@
 // GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
 // 17.5 to 13.9 us at keep 0.1, and left the ReLU shapes where they were.
-// Clusters of 4 and of 16 column blocks are built too: a cluster must fit in
-// one GPC, so the size decides how many of the 264 block slots (two blocks
-// an SM) a wave fills, and the splits (clusters) decide the partial sums the
-// reduction reads; 16 blocks is a non-portable cluster size.
+// Clusters of 4, 12 and 16 column blocks are built too: a cluster must fit
+// in one GPC, so the size decides how many of the 264 block slots (two
+// blocks an SM) a wave fills and how many units it holds, and the splits
+// (clusters) decide the partial sums the reduction reads; 12 and 16 blocks
+// are non-portable cluster sizes.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ __device__ __forceinline__ float Activate(float v) {
 // holds 2 of the 8-wide chunks of a d-wide row in the up phase, and in the
 // down phase 8 of the block's d / kCluster columns, as one of tc = d /
 // (8 * kCluster) column threads in each of kGroups = kCluster / 2 unit
-// groups (the same registers and bytes in flight at either cluster size;
+// groups (the same registers and bytes in flight at every cluster size;
 // run 95's clusters of 4 gave each thread 16 columns, spilled, and lost a
 // third). Weights are staged through
 // shared memory by cp.async in thread-private slots (a thread reads back
@@ -342,7 +343,7 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
         DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
             static_cast<int>(StagingSmem(kMaxThreads * 16, gated, cluster))));
-        // 16 blocks is above the portable cluster size (sm_90 allows it).
+        // Above 8 blocks is a non-portable cluster size (sm_90 allows 16).
         if (cluster > 8) {
           DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
               kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
