@@ -7,13 +7,5 @@
 # back in mlp.tgz.
 RUN_LIST=results/bench/run110_list.txt RUN_NCU=0 \
   RUN_CTEST="-E ModelSized" bash results/bench/device_run.sh
-build=build-cuda-gpu
-export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-mkdir -p "$OUT/mlp"
-bench=$(find "$build" -name dynsparse_sparse_mlp_bench -type f | head -1)
-timeout 120 "$bench" --shape OPT-66B --shape OPT-175B --shape OPT-30B \
-  --shape OPT-13B --shape Llama-2-7B --timeline --cluster 0 \
-  >>"$OUT/mlp/sparse_mlp.jsonl" 2>>"$OUT/mlp/sparse_mlp.log"
-echo "cluster 0: rc $?" >>"$OUT/mlp/sparse_mlp.log"
-cd "$OUT" && tar czf mlp.tgz mlp && rm -rf mlp
+bash results/bench/sparse_mlp_ab.sh 1 "0" OPT-66B OPT-175B OPT-30B OPT-13B Llama-2-7B
 exit 0

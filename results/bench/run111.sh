@@ -8,17 +8,5 @@
 # twice, with --timeline. The MLP outputs come back in mlp.tgz.
 RUN_LIST=results/bench/run111_list.txt RUN_NCU=0 \
   RUN_CTEST="-R SparseOps" bash results/bench/device_run.sh
-build=build-cuda-gpu
-export LD_LIBRARY_PATH="$PWD/build_cuda_deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-mkdir -p "$OUT/mlp"
-bench=$(find "$build" -name dynsparse_sparse_mlp_bench -type f | head -1)
-for i in 1 2; do
-  for cluster in 0 12; do
-    timeout 120 "$bench" --shape OPT-66B --shape OPT-175B --timeline \
-      --cluster "$cluster" \
-      >>"$OUT/mlp/sparse_mlp.jsonl" 2>>"$OUT/mlp/sparse_mlp.log"
-    echo "run $i cluster $cluster: rc $?" >>"$OUT/mlp/sparse_mlp.log"
-  done
-done
-cd "$OUT" && tar czf mlp.tgz mlp && rm -rf mlp
+bash results/bench/sparse_mlp_ab.sh 2 "0 12" OPT-66B OPT-175B
 exit 0
