@@ -50,9 +50,9 @@ __device__ __forceinline__ float Activate(float v) {
 // (8 * kCluster) column threads in each of kGroups = kCluster / 2 unit
 // groups (the same registers and bytes in flight at every cluster size;
 // run 95's clusters of 4 gave each thread 16 columns, spilled, and lost a
-// third). Weights are staged through
-// shared memory by cp.async in thread-private slots (a thread reads back
-// only what it copied, so no barrier guards them): a thread keeps kUpStages
+// third). Weights are staged through shared memory by cp.async in
+// thread-private slots (a thread reads back only what it copied, so no
+// barrier guards them): a thread keeps kUpStages
 // units of the up projection, then kDownStages units of the transposed
 // gather, in flight without holding them in registers, and the gather's
 // first copies go out before the block waits for the cluster's activations.
@@ -258,7 +258,7 @@ bool IsBuiltClusterSize(int cluster) {
 // (16 bytes a thread each, d / 16 threads) and s_sum.
 size_t StagingSmem(int64_t d, bool gated, int cluster) {
   const int64_t slots =
-      gated ? StageTile<true, 8>::kSlots    // The same at either cluster
+      gated ? StageTile<true, 8>::kSlots    // The same at every cluster
             : StageTile<false, 8>::kSlots;  // size.
   const int64_t groups = cluster / 2;
   return std::max<size_t>(

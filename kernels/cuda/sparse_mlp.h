@@ -25,9 +25,10 @@ struct FusedSparseMlpGrid {
   int clusters = 0;
 };
 // The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
-// worth caching) with clusters of `cluster` (4, 8, 12 or 16) blocks. Empty when
-// the kernel does not apply: not sm_90, f32 weights, d not a multiple of 512 or
-// above 12288, another cluster size.
+// worth caching) with clusters of `cluster` (4, 8, 12 or 16) blocks. Empty
+// when the kernel does not apply: not sm_90, f32 weights, d not a multiple
+// of 512 or above 12288, another cluster size, or d / 16 threads that do not
+// split into cluster / 2 equal groups (clusters of 12: d a multiple of 1536).
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
                                           Activation activation, int cluster);
@@ -55,9 +56,9 @@ FusedSparseMlpLaunch FirstFittingGrid(
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
 // `cluster` (the grid's) and `splits` come from FusedSparseMlpClusters and
 // FusedSparseMlpSplits (or FirstFittingGrid): the former also opts the
-// kernel into the shared
-// memory it stages weights in (up to 96 KB a block). A `timeline` (device,
-// splits * cluster * kFusedMlpEvents) gets each block's event times.
+// kernel into the shared memory it stages weights in (up to 96 KB a block)
+// and into clusters above 8 blocks. A `timeline` (device, splits * cluster *
+// kFusedMlpEvents) gets each block's event times.
 absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor& w_up, const Tensor& b_up,
                             const Tensor* w_gate, const Tensor* b_gate,
