@@ -343,12 +343,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // Every MLP that the one-launch kernel applies to takes it here (option
-  // 2), so its time is measured on every shape.
   if (cluster < 0 || cluster > 16 || cluster % 4 != 0) {
     std::fprintf(stderr, "--cluster %d: 0, 4, 8, 12 or 16\n", cluster);
     return 2;
   }
+  // Every MLP that the one-launch kernel applies to takes it here (option
+  // 2), so its time is measured on every shape.
   CudaBackendOptions fused_options;
   fused_options.fused_sparse_mlp = 2;
   fused_options.fused_sparse_mlp_cluster = cluster;
