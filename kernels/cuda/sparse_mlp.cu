@@ -250,10 +250,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #endif
 }
 
-bool IsBuiltClusterSize(int cluster) {
-  return cluster == 4 || cluster == 8 || cluster == 12 || cluster == 16;
-}
-
 // Dynamic shared memory: the larger of the two phases' slots
 // (16 bytes a thread each, d / 16 threads) and s_sum.
 size_t StagingSmem(int64_t d, bool gated, int cluster) {
@@ -316,7 +312,7 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
     }
     return absl::InvalidArgumentError("FusedSparseMlp: unknown activation");
   };
-  if (!IsBuiltClusterSize(cluster)) {
+  if (!IsFusedSparseMlpClusterSize(cluster)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "FusedSparseMlp: clusters of ", cluster, " (4, 8, 12 or 16)"));
   }
@@ -361,6 +357,10 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
 
 }  // namespace
 
+bool IsFusedSparseMlpClusterSize(int cluster) {
+  return cluster == 4 || cluster == 8 || cluster == 12 || cluster == 16;
+}
+
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
                                           Activation activation, int cluster) {
@@ -369,7 +369,7 @@ FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
   // 1536).
   if (ctx.info().major < 9 || d % 512 != 0 || d / 16 > kMaxThreads ||
       (dtype != DType::kF16 && dtype != DType::kBF16) ||
-      !IsBuiltClusterSize(cluster) || (d / 16) % (cluster / 2) != 0) {
+      !IsFusedSparseMlpClusterSize(cluster) || (d / 16) % (cluster / 2) != 0) {
     return {};
   }
   const int clusters =

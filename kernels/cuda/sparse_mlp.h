@@ -24,6 +24,8 @@ struct FusedSparseMlpGrid {
   int cluster = 0;
   int clusters = 0;
 };
+// Whether the kernel is built for clusters of `cluster` blocks (4, 8, 12, 16).
+bool IsFusedSparseMlpClusterSize(int cluster);
 // The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
 // worth caching) with clusters of `cluster` (4, 8, 12 or 16) blocks. Empty
 // when the kernel does not apply: not sm_90, f32 weights, d not a multiple

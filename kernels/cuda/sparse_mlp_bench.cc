@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (cluster < 0 || cluster > 16 || cluster % 4 != 0) {
+  if (cluster != 0 && !IsFusedSparseMlpClusterSize(cluster)) {
     std::fprintf(stderr, "--cluster %d: 0, 4, 8, 12 or 16\n", cluster);
     return 2;
   }
