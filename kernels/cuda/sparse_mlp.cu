@@ -34,8 +34,7 @@
 namespace dynsparse::cuda {
 namespace {
 
-constexpr int kMaxSplitUnits = 256;  // Kept units a split may hold.
-constexpr int kMaxThreads = 768;     // Hidden sizes up to 12288 (OPT-175B).
+constexpr int kMaxThreads = 768;  // Hidden sizes up to 12288 (OPT-175B).
 // Two blocks an SM (<= 40 registers, <= 100 KB of shared memory each).
 constexpr int kMaxWarps = kMaxThreads / 32;
 
@@ -63,6 +62,7 @@ template <bool kGated, int kCluster>
 struct StageTile {
   static_assert(kCluster % 4 == 0 && kCluster <= 16);
   static constexpr int kGroups = kCluster / 2;  // Of the transposed gather.
+  static constexpr int kMaxSplitUnits = FusedSparseMlpMaxSplitUnits(kCluster);
   static constexpr int kMaxBlockUnits =
       (kMaxSplitUnits + kCluster - 1) / kCluster;
   static constexpr int kRowsPerUnit = kGated ? 2 : 1;
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         float* __restrict__ partial,
+                         int l2_prefetch, float* __restrict__ partial,
                          uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
@@ -93,8 +93,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   constexpr int kRows = Tile::kRowsPerUnit;
   constexpr int kUpStages = Tile::kUpStages;
   constexpr int kDownStages = Tile::kDownStages;
-  __shared__ float s_h[kMaxSplitUnits];  // Pushed by the cluster's blocks.
-  __shared__ int32_t s_ids[kMaxSplitUnits];
+  // Pushed by the cluster's blocks.
+  __shared__ float s_h[Tile::kMaxSplitUnits];
+  __shared__ int32_t s_ids[Tile::kMaxSplitUnits];
   __shared__ uint64_t s_pushed;  // Counts the bytes of s_h that arrived.
   __shared__ float s_red[kMaxWarps][kRows * kMaxBlockUnits];  // Up, gate.
   // Staging slots [slot][thread], 16 bytes each; s_sum at the end. A warp's
@@ -204,6 +205,19 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   CpAsyncWait<0>();  // The up stages' empty groups; slots are reused below.
 #pragma unroll
   for (int m = 0; m < kDownStages - 1; ++m) copy_down(m);
+  // The next l2_prefetch units' column slices, asked of L2 (one bulk
+  // prefetch a unit): a block that waits below for a slower one's
+  // activations keeps HBM busy meanwhile.
+  {
+    const int first = (kDownStages - 1) * kGroups;
+    const int last = min(n, first + l2_prefetch);
+    const uint32_t slice = static_cast<uint32_t>(tc * 8 * sizeof(T));
+    for (int q = first + tid; q < last; q += threads) {
+      PrefetchL2Bulk(w_down_t + static_cast<int64_t>(s_ids[q]) * d +
+                         static_cast<int64_t>(rank) * tc * 8,
+                     slice);
+    }
+  }
 
   // 2. The split's activations, pushed by every block of the cluster.
   PushBarrierWait(&s_pushed);
@@ -393,7 +407,7 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
   if (!shape_ok) return 0;
   // One wave of clusters, each split within the shared-memory capacity.
   const int64_t splits = std::min<int64_t>(grid.clusters, k);
-  if (CeilDiv(k, splits) > kMaxSplitUnits) return 0;
+  if (CeilDiv(k, splits) > FusedSparseMlpMaxSplitUnits(grid.cluster)) return 0;
   return static_cast<int>(splits);
 }
 
@@ -413,12 +427,18 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
-                            Activation activation, int cluster, int splits,
-                            float* scratch, Tensor* y, uint64_t* timeline) {
+                            Activation activation,
+                            const FusedSparseMlpLaunch& launch, float* scratch,
+                            Tensor* y, uint64_t* timeline) {
   const int64_t d = x.numel();
-  if (splits <= 0 || CeilDiv(k, splits) > kMaxSplitUnits) {
+  const int cluster = launch.grid.cluster, splits = launch.splits;
+  if (splits <= 0 ||
+      CeilDiv(k, splits) > FusedSparseMlpMaxSplitUnits(cluster) ||
+      launch.l2_prefetch < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("FusedSparseMlp: ", k, " units over ", splits, " splits"));
+        absl::StrCat("FusedSparseMlp: ", k, " units over ", splits,
+                     " splits of clusters of ", cluster, ", L2 prefetch ",
+                     launch.l2_prefetch));
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   RETURN_IF_ERROR(ByKernel(
@@ -436,7 +456,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, scratch, timeline));
+            static_cast<int>(k), splits, launch.l2_prefetch, scratch,
+            timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
   return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);

@@ -26,6 +26,11 @@ struct FusedSparseMlpGrid {
 };
 // Whether the kernel is built for clusters of `cluster` blocks (4, 8, 12, 16).
 bool IsFusedSparseMlpClusterSize(int cluster);
+// Kept units a split of clusters of `cluster` blocks may hold (its shared
+// arrays): 256 up to 8 blocks, 32 a block above.
+constexpr int FusedSparseMlpMaxSplitUnits(int cluster) {
+  return cluster <= 8 ? 256 : 32 * cluster;
+}
 // The grid for hidden size d (cudaOccupancyMaxActiveClusters; a host query
 // worth caching) with clusters of `cluster` (4, 8, 12 or 16) blocks. Empty
 // when the kernel does not apply: not sm_90, f32 weights, d not a multiple
@@ -36,16 +41,20 @@ FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           Activation activation, int cluster);
 // Splits of the kept units (one wave of the grid's clusters) for
 // FusedSparseMlp, or 0 when it does not apply to these tensors: more than
-// one row, unaligned data, or more than 256 kept units a split. The caller
+// one row, unaligned data, or more kept units a split than
+// FusedSparseMlpMaxSplitUnits. The caller
 // then runs the two gathers. Scratch: splits * hidden floats.
 int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
                          const Tensor& w_up, const Tensor* w_gate,
                          const Tensor& w_down_t, int64_t k);
 
 // A grid and its splits for one call; splits == 0: the two gathers.
+// l2_prefetch: units of the transposed gather past its staged ones that each
+// block asks L2 for while it waits for the split's activations.
 struct FusedSparseMlpLaunch {
   FusedSparseMlpGrid grid;
   int splits = 0;
+  int l2_prefetch = 0;
 };
 // The first of `grids` (in order of preference) whose splits hold the k
 // kept units of these tensors.
@@ -56,7 +65,7 @@ FusedSparseMlpLaunch FirstFittingGrid(
 
 // y = act(x . w_up[ids] + b_up[ids]) (gated: act(x . w_gate[ids] + b_gate)
 // * (x . w_up[ids] + b_up)) times w_down_t[ids] + b_down, for x [1, hidden].
-// `cluster` (the grid's) and `splits` come from FusedSparseMlpClusters and
+// The launch's grid and splits come from FusedSparseMlpClusters and
 // FusedSparseMlpSplits (or FirstFittingGrid): the former also opts the
 // kernel into the shared memory it stages weights in (up to 96 KB a block)
 // and into clusters above 8 blocks. A `timeline` (device, splits * cluster *
@@ -66,9 +75,9 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const Tensor* w_gate, const Tensor* b_gate,
                             const Tensor& w_down_t, const Tensor& b_down,
                             const int32_t* ids, int64_t k,
-                            Activation activation, int cluster, int splits,
-                            float* scratch, Tensor* y,
-                            uint64_t* timeline = nullptr);
+                            Activation activation,
+                            const FusedSparseMlpLaunch& launch, float* scratch,
+                            Tensor* y, uint64_t* timeline = nullptr);
 
 }  // namespace dynsparse::cuda
 

@@ -77,8 +77,8 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
     ASSERT_TRUE(
         FusedSparseMlp(ctx, x, w.w_up, w.b_up, nullptr, nullptr, w.w_down_t,
                        w.b_down, device_ids->data<int32_t>(), kKept,
-                       Activation::kRelu, grid.cluster, splits,
-                       scratch.data<float>(), &y, stamp_data + call * per_call)
+                       Activation::kRelu, {grid, splits}, scratch.data<float>(),
+                       &y, stamp_data + call * per_call)
             .ok());
   }
   ASSERT_TRUE(ctx.Synchronize().ok());

@@ -289,13 +289,14 @@ TEST_F(SparseOpsTest, TransposedWeightPrefillMatchesCpu) {
   }
 }
 
-// The one-launch sparse MLP of a decode row (sm_90: clusters of 8 or 4
-// column blocks, sparse_mlp.h) against the CPU's two gathers, OPT (ReLU,
-// biases) and Llama (gated SiLU) forms, f16 and bf16, from one kept unit to
-// splits of ~100 units; hidden 1536 has 96-thread blocks. Errors are measured
-// against the size of each output's terms (a single kept unit makes the
-// output one dot product, which may cancel). And Backend::GatherMlp, which
-// picks the kernel or the two gathers, against the CPU.
+// The one-launch sparse MLP of a decode row (sm_90: clusters of 4, 8, 12
+// and 16 column blocks, sparse_mlp.h) against the CPU's two gathers, OPT
+// (ReLU, biases) and Llama (gated SiLU) forms, f16 and bf16, from one kept
+// unit to splits of ~400 units; hidden 1536 has 96-thread blocks. Errors are
+// measured against the size of each output's terms (a single kept unit
+// makes the output one dot product, which may cancel). And
+// Backend::GatherMlp, which picks the kernel or the two gathers, against the
+// CPU.
 TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
   for (DType dt : {DType::kF16, DType::kBF16}) {
     for (const auto& [d, units, k] :
@@ -303,6 +304,8 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
           {1536, 300, 45},
           {9216, 4096, 410},
           {9216, 4096, 3000},
+          // More than 256 units a split at clusters of 12 and 16.
+          {9216, 6144, 6000},
           // 768-thread blocks (hidden > 9216), loads before the wait for
           // the pushed activations.
           {12288, 1024, 600}}) {
@@ -357,25 +360,31 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
           if (ctx.info().major < 9) break;
           const std::string where = absl::StrCat(what, " cluster ", cluster);
           ASSERT_EQ(grid.cluster, cluster) << where;
-          if (splits == 0) {  // One wave holds 256 units a split at most.
-            EXPECT_GT(k, int64_t{grid.clusters} * 256) << where;
+          if (splits == 0) {  // One wave holds too few units a split.
+            EXPECT_GT(k, int64_t{grid.clusters} *
+                             FusedSparseMlpMaxSplitUnits(cluster))
+                << where;
             continue;
           }
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
-          auto fused = [&](Tensor* out) {
+          auto fused = [&](Tensor* out, int l2_prefetch) {
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
                                   dwt, dbd, dids.data<int32_t>(), k, act,
-                                  cluster, splits, scratch.data<float>(), out);
+                                  {grid, splits, l2_prefetch},
+                                  scratch.data<float>(), out);
           };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&dy).ok()) << where;
+          ASSERT_TRUE(fused(&dy, 0).ok()) << where;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << where;
           // The splits are summed in a fixed order: the same y, bit for bit,
-          // on a second call (whichever blocks finish first).
+          // on a second call (whichever blocks finish first); L2 prefetches
+          // are hints and change nothing either.
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&again).ok()) << where;
+          ASSERT_TRUE(fused(&again, 0).ok()) << where;
           EXPECT_EQ(Down(again), Down(dy)) << where;
+          ASSERT_TRUE(fused(&again, 64).ok()) << where;
+          EXPECT_EQ(Down(again), Down(dy)) << where << " prefetching";
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
@@ -396,7 +405,6 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   DeviceContext& ctx = gpu_->context();
   if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
-  constexpr int kSplitUnits = 256;  // sparse_mlp.cu's kMaxSplitUnits.
   for (const auto& [d, gated] :
        {std::pair<int64_t, bool>{9216, false}, {12288, false}, {4096, true}}) {
     const std::string what = absl::StrCat("hidden ", d, gated ? " gated" : "");
@@ -412,7 +420,8 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
       const FusedSparseMlpGrid grid =
           FusedSparseMlpClusters(ctx, d, DType::kF16, gated, act, cluster);
       ASSERT_GT(grid.clusters, 0) << what << " cluster " << cluster;
-      reach.push_back(int64_t{grid.clusters} * kSplitUnits);
+      reach.push_back(int64_t{grid.clusters} *
+                      FusedSparseMlpMaxSplitUnits(cluster));
       ks.push_back(reach.back());
       ks.push_back(reach.back() + 1);
     }
