@@ -27,17 +27,6 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-// Asks L2 for `bytes` (a multiple of 16) from a 16-byte aligned `src` in one
-// bulk request (sm_90; nothing before), without waiting or a destination.
-__device__ __forceinline__ void PrefetchL2Bulk(const void* src,
-                                               uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
-               "r"(bytes)
-               : "memory");
-#endif
-}
-
 }  // namespace dynsparse::cuda
 
 #endif  // DYNSPARSE_KERNELS_CUDA_CP_ASYNC_CUH_

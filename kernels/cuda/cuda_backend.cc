@@ -1417,8 +1417,10 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
     }
     return it->second;
   };
-  FusedSparseMlpLaunch launch;
   const int forced = static_cast<int>(options_.fused_sparse_mlp_cluster);
+  if (forced != 0) {
+    return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
+  }
   // Of the sizes whose one wave holds the units, the largest measured
   // fastest (fewer splits to reduce; H200, results/bench/h200_run107 ..
   // h200_run111): gated Llama-2-7B keep 0.1 12.4 us at 16 against 13.5 at
@@ -1426,17 +1428,12 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
   // 4, and keep 0.25 89.5 at 4 against the gathers' 91.8. ReLU MLPs skip 16
   // (one wave holds too few of OPT-66B's units; OPT-13B keep 0.25 lost, 32.7
   // against 31.8 us); 12 needs a hidden size that is a multiple of 1536.
-  if (forced != 0) {
-    launch = FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
-  } else if (w_gate != nullptr) {
-    launch = FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
-                              w_gate, w_down_t, k);
-  } else {
-    launch = FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
-                              w_gate, w_down_t, k);
+  if (w_gate != nullptr) {
+    return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
+                            w_gate, w_down_t, k);
   }
-  launch.l2_prefetch = static_cast<int>(options_.fused_sparse_mlp_l2_prefetch);
-  return launch;
+  return FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
+                          w_gate, w_down_t, k);
 }
 
 void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
@@ -1458,9 +1455,8 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
   if (w_gate != nullptr) sig = MixTensor(MixTensor(sig, *w_gate), *b_gate);
   sig = MixTensor(MixTensor(MixTensor(sig, w_down_t), b_down), ids);
   sig = Mix(MixTensor(MixTensor(sig, *y), scratch), static_cast<uint64_t>(act));
-  if (!Op(Mix(Mix(Mix(sig, static_cast<uint64_t>(splits)),
-                  static_cast<uint64_t>(grid.cluster)),
-              static_cast<uint64_t>(launch.l2_prefetch)))) {
+  if (!Op(Mix(Mix(sig, static_cast<uint64_t>(splits)),
+              static_cast<uint64_t>(grid.cluster)))) {
     return;
   }
   Check(FusedSparseMlp(*active_, x, w_up, b_up, w_gate, b_gate, w_down_t,

@@ -115,11 +115,6 @@ struct CudaBackendOptions {
   // MLPs and 12, 8, 4 otherwise (CudaBackend::FusedMlpLaunch; measured in
   // h200_run107 .. h200_run111). DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8|12|16.
   int64_t fused_sparse_mlp_cluster = 0;
-  // Units of its transposed gather past the staged ones that each block asks
-  // L2 for while it waits for its split's activations (a block whose up
-  // projection finished early otherwise idles; 0: none).
-  // DYNSPARSE_CUDA_MLP_PREFETCH=N.
-  int64_t fused_sparse_mlp_l2_prefetch = 0;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

@@ -69,8 +69,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // Its units asked of L2 while a block waits for the activations.
-    {"MLP_PREFETCH", &Options::fused_sparse_mlp_l2_prefetch, 0, ""},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         int l2_prefetch, float* __restrict__ partial,
+                         float* __restrict__ partial,
                          uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
@@ -205,19 +205,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   CpAsyncWait<0>();  // The up stages' empty groups; slots are reused below.
 #pragma unroll
   for (int m = 0; m < kDownStages - 1; ++m) copy_down(m);
-  // The next l2_prefetch units' column slices, asked of L2 (one bulk
-  // prefetch a unit): a block that waits below for a slower one's
-  // activations keeps HBM busy meanwhile.
-  {
-    const int first = (kDownStages - 1) * kGroups;
-    const int last = min(n, first + l2_prefetch);
-    const uint32_t slice = static_cast<uint32_t>(tc * 8 * sizeof(T));
-    for (int q = first + tid; q < last; q += threads) {
-      PrefetchL2Bulk(w_down_t + static_cast<int64_t>(s_ids[q]) * d +
-                         static_cast<int64_t>(rank) * tc * 8,
-                     slice);
-    }
-  }
 
   // 2. The split's activations, pushed by every block of the cluster.
   PushBarrierWait(&s_pushed);
@@ -433,12 +420,10 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
   const int64_t d = x.numel();
   const int cluster = launch.grid.cluster, splits = launch.splits;
   if (splits <= 0 ||
-      CeilDiv(k, splits) > FusedSparseMlpMaxSplitUnits(cluster) ||
-      launch.l2_prefetch < 0) {
+      CeilDiv(k, splits) > FusedSparseMlpMaxSplitUnits(cluster)) {
     return absl::InvalidArgumentError(
         absl::StrCat("FusedSparseMlp: ", k, " units over ", splits,
-                     " splits of clusters of ", cluster, ", L2 prefetch ",
-                     launch.l2_prefetch));
+                     " splits of clusters of ", cluster));
   }
   const void* bg = w_gate && !b_gate->empty() ? b_gate->raw_data() : nullptr;
   RETURN_IF_ERROR(ByKernel(
@@ -456,8 +441,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, launch.l2_prefetch, scratch,
-            timeline));
+            static_cast<int>(k), splits, scratch, timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
   return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);

@@ -49,12 +49,9 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
                          const Tensor& w_down_t, int64_t k);
 
 // A grid and its splits for one call; splits == 0: the two gathers.
-// l2_prefetch: units of the transposed gather past its staged ones that each
-// block asks L2 for while it waits for the split's activations.
 struct FusedSparseMlpLaunch {
   FusedSparseMlpGrid grid;
   int splits = 0;
-  int l2_prefetch = 0;
 };
 // The first of `grids` (in order of preference) whose splits hold the k
 // kept units of these tensors.

@@ -10,13 +10,12 @@
 // transposed W2 (every unit) against the dense one.
 // Weights are rotated over enough copies (> 1 GB) that L2 never holds them.
 //   dynsparse_sparse_mlp_bench [--iters N] [--shape NAME ...] [--timeline]
-//                              [--cluster 0|4|8|12|16] [--prefetch N]
+//                              [--cluster 0|4|8|12|16]
 // (--shape OPT-66B etc.: only those MLP shapes, no predictor or down-of-all
 // timings; for quick A/B runs. --timeline: after each MLP's line, one
 // {"timeline": ...} line from the fused kernel's event times,
 // sparse_mlp_timeline.h. --cluster: the fused kernel's cluster size, as
-// DYNSPARSE_CUDA_MLP_CLUSTER; each line names the size it ran. --prefetch:
-// its units asked of L2 while a block waits, as DYNSPARSE_CUDA_MLP_PREFETCH.)
+// DYNSPARSE_CUDA_MLP_CLUSTER; each line names the size and splits it ran.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -236,14 +235,14 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
       "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
       "\"down_ms\": %.5f, \"unfused_ms\": %.5f, \"mlp_cluster\": %d, "
-      "\"mlp_splits\": %d, \"mlp_l2_prefetch\": %d}\n",
+      "\"mlp_splits\": %d}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
       dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms, unfused_ms,
-      launch.grid.cluster, launch.splits, launch.l2_prefetch);
+      launch.grid.cluster, launch.splits);
   if (timeline) Timeline(b, sh, keep, c, x, act, launch, per_graph);
   std::fflush(stdout);
 }
@@ -326,16 +325,11 @@ int main(int argc, char** argv) {
   using namespace dynsparse::cuda;
   int iters = 20;
   int cluster = static_cast<int>(CudaBackendOptions().fused_sparse_mlp_cluster);
-  int prefetch =
-      static_cast<int>(CudaBackendOptions().fused_sparse_mlp_l2_prefetch);
   std::vector<std::string> only;  // --shape: see the top comment.
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--cluster") == 0) {
       cluster = std::atoi(argv[i + 1]);
-    }
-    if (std::strcmp(argv[i], "--prefetch") == 0) {
-      prefetch = std::atoi(argv[i + 1]);
     }
     if (std::strcmp(argv[i], "--shape") == 0) only.push_back(argv[i + 1]);
   }
@@ -354,16 +348,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--cluster %d: 0, 4, 8, 12 or 16\n", cluster);
     return 2;
   }
-  if (prefetch < 0) {
-    std::fprintf(stderr, "--prefetch %d: 0 or more units\n", prefetch);
-    return 2;
-  }
   // Every MLP that the one-launch kernel applies to takes it here (option
   // 2), so its time is measured on every shape.
   CudaBackendOptions fused_options;
   fused_options.fused_sparse_mlp = 2;
   fused_options.fused_sparse_mlp_cluster = cluster;
-  fused_options.fused_sparse_mlp_l2_prefetch = prefetch;
   auto backend = CudaBackend::Create(fused_options);
   if (!backend.ok()) {
     std::fprintf(stderr, "no CUDA backend: %s\n",

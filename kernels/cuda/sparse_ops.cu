@@ -306,11 +306,8 @@ __global__ void __launch_bounds__(kTThreads* TGroups<kRows>())
 // the warps' sums meet in shared memory in warp order, so the result does
 // not depend on timing. One thread a column summing all splits in turn took
 // 11-12 us on OPT-66B's 58 splits over 9216 columns (36 blocks;
-// results/bench/h200_run37 timelines). A warp loads up to kReduceBatch of
-// its splits before adding them (in the same order), so their L2 latencies
-// overlap instead of adding up.
+// results/bench/h200_run37 timelines).
 constexpr int kReduceWarps = 8;
-constexpr int kReduceBatch = 8;
 
 __global__ void __launch_bounds__(kReduceWarps * 32)
     ReduceSplitsKernel(const float* __restrict__ partial, int splits,
@@ -325,18 +322,7 @@ __global__ void __launch_bounds__(kReduceWarps * 32)
     float sum = 0.f;
     if (c < out) {
       const float* p = partial + static_cast<int64_t>(r) * splits * out + c;
-      for (int s0 = warp; s0 < splits; s0 += kReduceBatch * kReduceWarps) {
-        float v[kReduceBatch];
-#pragma unroll
-        for (int i = 0; i < kReduceBatch; ++i) {
-          const int s = s0 + i * kReduceWarps;
-          v[i] = s < splits ? p[static_cast<int64_t>(s) * out] : 0.f;
-        }
-#pragma unroll
-        for (int i = 0; i < kReduceBatch; ++i) {
-          if (s0 + i * kReduceWarps < splits) sum += v[i];
-        }
-      }
+      for (int s = warp; s < splits; s += kReduceWarps) sum += p[s * out];
     }
     sums[warp][lane] = sum;
     __syncthreads();
