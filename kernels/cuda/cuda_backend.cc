@@ -1423,14 +1423,20 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
   }
   // Of the sizes whose one wave holds the units, the largest measured
   // fastest (fewer splits to reduce; H200, results/bench/h200_run107 ..
-  // h200_run111): gated Llama-2-7B keep 0.1 12.4 us at 16 against 13.5 at
-  // 8; OPT-66B keep 0.1 38.5-38.8 at 12 against 39.3-39.4 at 8 and 41.6 at
-  // 4, and keep 0.25 89.5 at 4 against the gathers' 91.8. ReLU MLPs skip 16
-  // (one wave holds too few of OPT-66B's units; OPT-13B keep 0.25 lost, 32.7
-  // against 31.8 us); 12 needs a hidden size that is a multiple of 1536.
+  // h200_run114): gated Llama-2-7B keep 0.1 12.4 us at 16 against 13.5 at
+  // 8; OPT-66B keep 0.1 40.1-40.4 at 16 (14 splits of up to 512 units)
+  // against 40.9-41.2 at 12 (run 114; runs 111-112, another machine:
+  // 38.5-38.8 at 12 against 39.3-39.4 at 8), and keep 0.25 89.5 at 4
+  // against the gathers' 91.8. ReLU MLPs narrower than 7168 skip 16 (OPT-13B
+  // keep 0.25 lost, 32.7 against 31.8 us at 8); 12 needs a hidden size that
+  // is a multiple of 1536.
   if (w_gate != nullptr) {
     return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
                             w_gate, w_down_t, k);
+  }
+  if (x.numel() >= 7168) {
+    return FirstFittingGrid({grid_of(16), grid_of(12), grid_of(8), grid_of(4)},
+                            x, w_up, w_gate, w_down_t, k);
   }
   return FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
                           w_gate, w_down_t, k);

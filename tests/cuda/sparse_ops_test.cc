@@ -394,10 +394,11 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
 }
 
 // GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
-// of the preference order (gated MLPs 16, 8, 4; others 12, 8, 4) whose one wave
-// holds the kept units, the two gathers where none does; a forced size or
-// the fused kernel off are obeyed, and above hidden 9216 the automatic
-// choice fuses only from 8192 kept units.
+// of the preference order (gated MLPs 16, 8, 4; others 16, 12, 8, 4 from
+// hidden 7168, else 12, 8, 4) whose one wave holds the kept units, the two
+// gathers where none does; a forced size or the fused kernel off are
+// obeyed, and above hidden 9216 the automatic choice fuses only from 8192
+// kept units.
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   DeviceContext& ctx = gpu_->context();
   if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
@@ -408,8 +409,9 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
     const Tensor x = gpu_->Allocate(DType::kF32, {1, d});
     const Tensor w = gpu_->Allocate(DType::kF16, {8, d});
     // Clusters of 12 only where the hidden size is a multiple of 1536.
-    std::vector<int> order =
-        gated ? std::vector<int>{16, 8, 4} : std::vector<int>{12, 8, 4};
+    std::vector<int> order = gated       ? std::vector<int>{16, 8, 4}
+                             : d >= 7168 ? std::vector<int>{16, 12, 8, 4}
+                                         : std::vector<int>{12, 8, 4};
     if (d % 1536 != 0) std::erase(order, 12);
     std::vector<int64_t> reach, ks = {2048, 8192};
     for (const int cluster : order) {
