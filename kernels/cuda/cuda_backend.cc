@@ -1421,22 +1421,28 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
   if (forced != 0) {
     return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
   }
-  // Of the sizes whose one wave holds the units, the largest measured
-  // fastest (fewer splits to reduce; H200, results/bench/h200_run107 ..
-  // h200_run114): gated Llama-2-7B keep 0.1 12.4 us at 16 against 13.5 at
-  // 8; OPT-66B keep 0.1 40.1-40.4 at 16 (14 splits of up to 512 units)
-  // against 40.9-41.2 at 12 (run 114; runs 111-112, another machine:
-  // 38.5-38.8 at 12 against 39.3-39.4 at 8), and keep 0.25 89.5 at 4
-  // against the gathers' 91.8. ReLU MLPs narrower than 7168 skip 16 (OPT-13B
-  // keep 0.25 lost, 32.7 against 31.8 us at 8); 12 needs a hidden size that
-  // is a multiple of 1536.
+  // Of the sizes whose one wave holds the units, the larger ones mostly
+  // measured faster (fewer splits to reduce; H200, results/bench/
+  // h200_run107 .. h200_run116), but which wins moves with the machine (where
+  // the clusters land in the GPCs): gated Llama-2-7B keep 0.1 12.4 us at 16
+  // against 13.5 at 8; OPT-66B keep 0.1 at 16 (14 splits) ahead of 12 on
+  // four machines, behind 8 alone on two (40.1 against 39.1 us) yet ahead in
+  // their decode (14.78 against 14.85 ms, run 116); keep 0.25 89.5 at 4
+  // against the gathers' 91.8. Splits of more than ~290 units at 16 lost to
+  // 8 (OPT-30B keep 0.25, 341 units: 58.0 against 56.6 us, runs 115-116), as
+  // did ReLU MLPs narrower than 7168 (OPT-13B keep 0.25, run 109); 12 needs
+  // a hidden size that is a multiple of 1536.
   if (w_gate != nullptr) {
     return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
                             w_gate, w_down_t, k);
   }
   if (x.numel() >= 7168) {
-    return FirstFittingGrid({grid_of(16), grid_of(12), grid_of(8), grid_of(4)},
-                            x, w_up, w_gate, w_down_t, k);
+    const FusedSparseMlpLaunch wide =
+        FirstFittingGrid({grid_of(16)}, x, w_up, w_gate, w_down_t, k);
+    if (wide.splits > 0 &&
+        (k + wide.splits - 1) / wide.splits <= kReluCluster16MaxSplitUnits) {
+      return wide;
+    }
   }
   return FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
                           w_gate, w_down_t, k);

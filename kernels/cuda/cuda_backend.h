@@ -192,6 +192,9 @@ class CudaBackend : public Backend {
                                       const Tensor* w_gate,
                                       const Tensor& w_down_t, int64_t k,
                                       Activation act);
+  // The automatic choice takes clusters of 16 for a ReLU MLP (hidden >= 7168)
+  // only while its splits hold at most this many units (FusedMlpLaunch).
+  static constexpr int kReluCluster16MaxSplitUnits = 288;
   void GatherColumnsLinear(const Tensor& x, const Tensor& w, const Tensor& bias,
                            const Tensor& ids, int64_t unit_width,
                            Tensor* y) override;

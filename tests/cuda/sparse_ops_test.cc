@@ -395,10 +395,10 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
 
 // GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
 // of the preference order (gated MLPs 16, 8, 4; others 16, 12, 8, 4 from
-// hidden 7168, else 12, 8, 4) whose one wave holds the kept units, the two
-// gathers where none does; a forced size or the fused kernel off are
-// obeyed, and above hidden 9216 the automatic choice fuses only from 8192
-// kept units.
+// hidden 7168, else 12, 8, 4) whose one wave holds the kept units (ReLU
+// MLPs at 16: at most kReluCluster16MaxSplitUnits a split), the two gathers
+// where none does; a forced size or the fused kernel off are obeyed, and
+// above hidden 9216 the automatic choice fuses only from 8192 kept units.
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   DeviceContext& ctx = gpu_->context();
   if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
@@ -418,8 +418,10 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
       const FusedSparseMlpGrid grid =
           FusedSparseMlpClusters(ctx, d, DType::kF16, gated, act, cluster);
       ASSERT_GT(grid.clusters, 0) << what << " cluster " << cluster;
-      reach.push_back(int64_t{grid.clusters} *
-                      FusedSparseMlpMaxSplitUnits(cluster));
+      const int split_units = !gated && cluster == 16
+                                  ? CudaBackend::kReluCluster16MaxSplitUnits
+                                  : FusedSparseMlpMaxSplitUnits(cluster);
+      reach.push_back(int64_t{grid.clusters} * split_units);
       ks.push_back(reach.back());
       ks.push_back(reach.back() + 1);
     }
