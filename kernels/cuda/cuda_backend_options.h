@@ -112,8 +112,9 @@ struct CudaBackendOptions {
   int64_t fused_sparse_mlp = 1;
   // Its clusters: 4, 8, 12 or 16 column blocks a split, or 0 for the first
   // size whose one wave holds the kept units, in the order 16, 8, 4 for gated
-  // MLPs, 16, 12, 8, 4 for others from hidden 7168 and 12, 8, 4 below
-  // (CudaBackend::FusedMlpLaunch; measured in h200_run107 .. h200_run114).
+  // MLPs, 16 (while a split holds at most 288 units), 12, 8, 4 for others
+  // from hidden 7168 and 12, 8, 4 below (CudaBackend::FusedMlpLaunch;
+  // measured in h200_run107 .. h200_run116).
   // DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8|12|16.
   int64_t fused_sparse_mlp_cluster = 0;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
