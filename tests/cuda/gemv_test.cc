@@ -422,6 +422,77 @@ TEST_F(GemvTest, AccumulateAddsIntoY) {
   }
 }
 
+// l2_ahead only adds L2 prefetches: the first wave covers the blocks after
+// it, up to half of L2, and every result matches the CPU as without it.
+TEST_F(GemvTest, L2AheadPlansTheLaterWavesAndKeepsTheResults) {
+  if (!ctx().gemv_early_loads()) {
+    GTEST_SKIP() << "DYNSPARSE_CUDA_EARLY_LOADS=0: nothing is asked ahead";
+  }
+  struct Case {
+    Shape2 s;
+    DType dtype;
+    bool accumulate_gated;  // Pairs with the fused norm instead of plain.
+  };
+  const Case cases[] = {{{4096, 4096}, DType::kF16, false},
+                        {{4096, 11008}, DType::kBF16, false},
+                        {{2 * 2752, 4096}, DType::kF16, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << DTypeName(c.dtype) << " out=" << c.s.out << " in=" << c.s.in
+                 << (c.accumulate_gated ? " pairs" : "") << " "
+                 << SeedMessage());
+    GemvOptions options;
+    options.l2_ahead = true;
+    if (c.accumulate_gated) {
+      const int64_t n = c.s.out / 2;
+      options.activation = Activation::kSilu;
+      options.activation_from_row = n;
+      options.gated_pairs = true;
+      options.norm =
+          GemvNorm{Upload(RandomHost({c.s.in}, c.dtype, 0.5f)), Tensor(), 1e-6};
+      const Tensor x = Upload(RandomHost({1, c.s.in}));
+      const Tensor w = Upload(RandomHost({c.s.out, c.s.in}, c.dtype, 0.02f));
+      absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      EXPECT_GT(plan->ahead_end, plan->ahead_stride) << plan->DebugString();
+      // The same products with and without the prefetches, bit for bit.
+      Tensor with = PoisonedDevice(DType::kF32, {1, n});
+      Tensor without = PoisonedDevice(DType::kF32, {1, n});
+      ASSERT_TRUE(Gemv(ctx(), x, w, Tensor(), &with, options).ok());
+      options.l2_ahead = false;
+      ASSERT_TRUE(Gemv(ctx(), x, w, Tensor(), &without, options).ok());
+      const std::vector<float> a = Download(with), b = Download(without);
+      EXPECT_EQ(CountNonFinite(a), 0);
+      EXPECT_EQ(a, b);
+      continue;
+    }
+    GemvPlan plan;
+    const double err =
+        Check(1, c.s, c.dtype, DType::kF32, /*with_bias=*/true, options, &plan);
+    EXPECT_LT(err, kTolerance) << plan.DebugString();
+    const int64_t resident = plan.resident_warps / 4;  // 4 warps a block.
+    EXPECT_EQ(plan.ahead_stride, resident) << plan.DebugString();
+    EXPECT_GT(plan.ahead_end, plan.ahead_stride) << plan.DebugString();
+    EXPECT_LE(plan.ahead_end, plan.grid_blocks) << plan.DebugString();
+    const int64_t block_bytes =
+        (4 / plan.warps_per_row) * plan.rows_per_warp * c.s.in * 2;
+    EXPECT_LE((plan.ahead_end - plan.ahead_stride) * block_bytes,
+              ctx().l2_bytes() / 2);
+  }
+
+  // Nothing ahead: a grid of one wave, no early loads, or the option off.
+  const Tensor x = Upload(RandomHost({1, 4096}));
+  const Tensor small = Upload(RandomHost({256, 4096}, DType::kF16));
+  const Tensor big = Upload(RandomHost({4096, 4096}, DType::kF16));
+  GemvOptions ahead;
+  ahead.l2_ahead = true;
+  EXPECT_EQ(PlanGemv(ctx(), x, small, ahead)->ahead_end, 0);
+  EXPECT_EQ(PlanGemv(ctx(), x, big)->ahead_end, 0);
+  ctx().set_gemv_early_loads(false);
+  EXPECT_EQ(PlanGemv(ctx(), x, big, ahead)->ahead_end, 0);
+  ctx().set_gemv_early_loads(true);
+}
+
 // Gated pairs (the up/gate GEMV writing act(gate) * up) against the CPU's
 // two Linears and GatedActivate, with and without the fused RMSNorm.
 TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {
