@@ -201,9 +201,6 @@ std::string CudaBackend::name() const {
           ? ", unfused attention"
           : "",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
-      options_.gemv_l2_ahead == 0
-          ? ""
-          : absl::StrCat(", GEMV L2 ahead ", options_.gemv_l2_ahead),
       options_.decode_stack ? ", decode stack" : "",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
@@ -786,7 +783,6 @@ void CudaBackend::NormLinearGroup(const Tensor& x, const InputNorm& norm,
   GemvOptions options;
   options.norm = gemv_norm;
   options.activation = activation;
-  options.l2_ahead = options_.gemv_l2_ahead >= 2;
   Check(Gemv(*active_, x, fw, bias, &fy, options), "NormLinearGroup");
 }
 
@@ -801,7 +797,6 @@ void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
   if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
   GemvOptions options;
   options.accumulate = true;
-  options.l2_ahead = options_.gemv_l2_ahead >= 1;
   Check(Gemv(*active_, x, w, bias, residual, options), "LinearAccumulate");
 }
 
@@ -850,11 +845,9 @@ void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
   // One warp owns neuron j's up and gate rows and writes act(gate) * up
   // into `up`, so the down GEMV reads one vector (gemv.h gated_pairs).
   options.gated_pairs = true;
-  options.l2_ahead = options_.gemv_l2_ahead >= 2;
   Check(Gemv(*active_, *residual, fw, bias, up, options), "NormGatedMlp");
   GemvOptions down;
   down.accumulate = true;
-  down.l2_ahead = options_.gemv_l2_ahead >= 2;
   Check(Gemv(*active_, *up, w_down, b_down, residual, down), "NormGatedMlp");
 }
 

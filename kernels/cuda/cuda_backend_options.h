@@ -134,13 +134,6 @@ struct CudaBackendOptions {
   // decode_stack the caches stay f32. DYNSPARSE_CUDA_KV_F16=0 keeps f32 caches
   // (A/B timing and accuracy).
   bool f16_kv_cache = true;
-  // Decode GEMVs whose first wave asks L2 for the later waves' weights while
-  // it waits for the previous kernel (gemv.h GemvOptions::l2_ahead): 0 none,
-  // 1 the GEMVs that add into the residual (LinearAccumulate: the
-  // o-projection after the decode attention, OPT's fc2), 2 also the fused-norm
-  // GEMVs (q/k/v, up/gate, LM head) and the gated MLP's down projection.
-  // DYNSPARSE_CUDA_GEMV_L2_AHEAD=0|1|2 (A/B timing).
-  int64_t gemv_l2_ahead = 0;
 };
 
 }  // namespace dynsparse::cuda

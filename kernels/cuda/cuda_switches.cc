@@ -69,8 +69,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // Which decode GEMVs ask L2 for their later waves' weights.
-    {"GEMV_L2_AHEAD", &Options::gemv_l2_ahead, 0, "0|1|2"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -94,11 +94,6 @@ struct GemvArgs {
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
-  // Blocks [ahead_stride, ahead_end) have their weights asked of L2 by block
-  // blockIdx.x - k * ahead_stride while it waits (GemvOptions::l2_ahead);
-  // ahead_end 0: none.
-  int64_t ahead_stride;
-  int64_t ahead_end;
   int batch;
   int64_t out;
   int64_t in;
@@ -269,39 +264,6 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
                      Finish(a, j, up_sum, stats));
 }
 
-// While a block of the first wave waits for the previous kernel, it asks L2
-// for the weights of the blocks that will take its place in later waves
-// (blockIdx.x + k * ahead_stride below ahead_end): one wave's registers hold
-// about half of a 4096x4096 projection, and a decode attention leaves HBM
-// idle for ~9 us, long enough to bring in the rest (GemvOptions::l2_ahead).
-// Rows as the kernel below assigns them: group g of block j is row group
-// j * groups_per_block + g, rows g * R .. g * R + R - 1 (pairs: g and
-// live_rows + g).
-template <int R, bool kPairs>
-__device__ __forceinline__ void PrefetchLaterWaves(const GemvArgs& a,
-                                                   int groups_per_block,
-                                                   int64_t live_rows,
-                                                   int64_t chunk_begin,
-                                                   int64_t chunk_end) {
-  const int64_t chunks = a.in / kVec;
-  // 8 chunks a 128-byte line, plus one: a row need not start on a line.
-  const int64_t lines = (chunk_end - chunk_begin + 7) / 8 + 1;
-  const int64_t items = static_cast<int64_t>(groups_per_block) * R * lines;
-  for (int64_t j = blockIdx.x + a.ahead_stride; j < a.ahead_end;
-       j += a.ahead_stride) {
-    for (int64_t i = threadIdx.x; i < items; i += kThreads) {
-      const int64_t r = i / lines;
-      const int64_t group = j * groups_per_block + r / R;
-      const int64_t row =
-          kPairs ? (r % R) * live_rows + group : group * R + r % R;
-      if (group >= live_rows || row >= a.out) continue;
-      const int64_t c = min(chunk_begin + (i % lines) * 8, chunk_end - 1);
-      const uint4* p = static_cast<const uint4*>(a.w) + row * chunks + c;
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-    }
-  }
-}
-
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
 // blockIdx.y selects the K split.
@@ -341,10 +303,6 @@ __global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
     for (int b = 0; b < B; ++b) acc[r][b] = 0.0f;
   }
 
-  if (a.ahead_end > 0) {
-    PrefetchLaterWaves<R, kPairs>(a, groups_per_block, live_rows, chunk_begin,
-                                  chunk_end);
-  }
   if (row0 < live_rows) {
     const uint4* w_rows[R];
 #pragma unroll
@@ -866,12 +824,10 @@ const char* GemvPathName(GemvPath path) {
 }
 
 std::string GemvPlan::DebugString() const {
-  return absl::StrCat(
-      GemvPathName(path), " rows/warp=", rows_per_warp,
-      " warps/row=", warps_per_row, " k_splits=", k_splits,
-      " blocks=", grid_blocks, " resident_warps=", resident_warps,
-      ahead_end > 0 ? absl::StrCat(" l2_ahead=", ahead_stride, "..", ahead_end)
-                    : "");
+  return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
+                      " warps/row=", warps_per_row, " k_splits=", k_splits,
+                      " blocks=", grid_blocks,
+                      " resident_warps=", resident_warps);
 }
 
 absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
@@ -1013,16 +969,6 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
   plan.k_splits = static_cast<int>(
       std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
   plan.grid_blocks = CeilDiv(groups, kWarps / plan.warps_per_row);
-  if (options.l2_ahead && ctx.gemv_early_loads() &&
-      plan.grid_blocks > resident_blocks) {
-    const int64_t block_bytes = int64_t{kWarps / plan.warps_per_row} *
-                                plan.rows_per_warp * plan.chunks_per_split *
-                                kVec * DTypeSize(w.dtype());
-    const int64_t ahead_blocks = ctx.l2_bytes() / 2 / block_bytes;
-    plan.ahead_stride = resident_blocks;
-    plan.ahead_end = std::min(plan.grid_blocks, resident_blocks + ahead_blocks);
-    if (plan.ahead_end <= plan.ahead_stride) plan.ahead_end = 0;
-  }
   return plan;
 }
 
@@ -1104,8 +1050,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
-  args.ahead_stride = plan.ahead_stride;
-  args.ahead_end = plan.ahead_end;
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);

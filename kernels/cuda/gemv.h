@@ -48,11 +48,6 @@ struct GemvPlan {
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
-  // GemvOptions::l2_ahead: blocks [ahead_stride, ahead_end) have their
-  // weights asked of L2 by the first wave (ahead_stride = the blocks the GPU
-  // holds at once); ahead_end 0 when nothing is asked ahead.
-  int64_t ahead_stride = 0;
-  int64_t ahead_end = 0;
 
   std::string DebugString() const;
 };
@@ -97,12 +92,6 @@ struct GemvOptions {
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
   // down projection reads.
   bool gated_pairs = false;
-  // CUDA-core path with early loads (DeviceContext::gemv_early_loads), when
-  // the grid is more than one wave: while waiting for the previous kernel,
-  // each block of the first wave asks L2 (prefetch) for the weights of the
-  // blocks that will follow it, up to half of L2. Pays where the previous
-  // kernel leaves HBM idle (a decode attention before the o-projection).
-  bool l2_ahead = false;
 };
 
 // The plan Gemv would run for these operands (validates them too).
