@@ -13,6 +13,8 @@
 // Every kernel that reads the KV cache is templated on its element type KvT
 // (float or __half, kv_access.cuh): the cache elements are converted to f32
 // where they are loaded, so the arithmetic is the same for both.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -75,7 +77,14 @@ struct KernelArgs {
   // the kernel that writes q (LaunchDecode sets it where positions are the
   // only index and they were staged before the step).
   bool prefetch_kv = false;
+  // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
+  // DecodeClusterMergeApplies).
+  bool cluster_merge = false;
 };
+
+// Chunks a (row, head) may have for DecodeAttentionClusterKernel: one
+// cluster of at most the portable 8 blocks.
+constexpr int kMaxClusterChunks = 8;
 
 // A cache pointer of KernelArgs as the kernel's element type.
 template <typename KvT>
@@ -944,6 +953,71 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) *counter = 0;
 }
 
+// DecodeAttentionKernel for caches of at most kMaxClusterChunks chunks
+// (DeviceAttentionArgs::cluster_merge): the chunks of a (row, head) are one
+// cluster, each block keeps its partial in shared memory, and block 0 merges
+// them through distributed shared memory. No partial goes through global
+// memory and no counter is needed; the in-launch merge pays a fence, an
+// atomic and two L2 round trips on the way from the last chunk to the
+// output, which is most of a short-cache decode attention's latency.
+// Merged as CombineChunks does (max, then weights, in chunk order); one
+// thread per dimension, since there are at most 8 chunks.
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
+__global__ void __launch_bounds__(kThreads)
+    DecodeAttentionClusterKernel(const KernelArgs a) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  namespace cg = cooperative_groups;
+  constexpr int kChunkKeys = kKeysPerWarp * kWarps;
+  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  PdlWait();
+  cg::cluster_group cluster = cg::this_cluster();
+  const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
+  const int h = blockIdx.y;
+  const int row = blockIdx.z;
+  const int pos = a.positions[row];
+  const int limit = min(pos + 1, a.max_keys);
+  const int chunk0 = chunk * kChunkKeys;
+  const int kvh = h / a.group;
+  __shared__ float entry[2 + D];
+  if (chunk0 >= limit) {
+    if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
+      entry[0] = -INFINITY;
+      entry[1] = 0.f;
+    }
+  } else {
+    __shared__ float new_row[kNewRow ? 3 * D : 1];
+    DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
+                                               limit, new_row, entry);
+  }
+  cluster.sync();
+  if (chunk == 0) {
+    const int d = threadIdx.x;
+    if (d < a.head_dim) {
+      float m = -INFINITY;
+      for (int c = 0; c < a.chunks; ++c) {
+        const float* e = cluster.map_shared_rank(entry, c);
+        if (e[1] > 0.f) m = fmaxf(m, e[0]);
+      }
+      float l = 0.f, sum = 0.f;
+      for (int c = 0; c < a.chunks; ++c) {
+        const float* e = cluster.map_shared_rank(entry, c);
+        if (e[1] > 0.f) {
+          const float w = expf(e[0] - m);
+          l += e[1] * w;
+          sum += e[2 + d] * w;
+        }
+      }
+      a.out[static_cast<int64_t>(row) * a.q_stride +
+            static_cast<int64_t>(h) * a.head_dim + d] =
+          l > 0.f ? sum * (1.f / l) : 0.f;
+    }
+  }
+  cluster.sync();  // The other blocks' partials stay until block 0 read them.
+#else
+  __trap();  // Clusters need sm_90; the launcher checks the device.
+#endif
+}
+
 absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   if (args.q == nullptr || args.k_cache == nullptr || args.v_cache == nullptr ||
       args.out == nullptr || args.positions == nullptr) {
@@ -1126,6 +1200,18 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                   ctx.programmatic_launch();
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
+  if constexpr (D == 128) {
+    if (a.cluster_merge) {
+      cudaLaunchAttribute attributes[2];
+      const cudaLaunchConfig_t config =
+          ClusterLaunchConfig(grid, dim3(kThreads), 0, ctx.stream(),
+                              static_cast<unsigned>(a.chunks),
+                              ctx.programmatic_launch(), attributes);
+      DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
+          &config, DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>, a));
+      return LastLaunchStatus("DecodeAttentionClusterKernel");
+    }
+  }
   // Shorter chunks only where DecodeChunkKeys allows them (head_dim 128),
   // longer ones only for f16 caches of head_dim <= 128.
   constexpr bool kLongChunks = !std::is_same_v<KvT, float> && D <= 128;
@@ -1260,6 +1346,17 @@ int64_t DecodeChunkKeys(const DeviceAttentionArgs& args) {
   return kDecodeKeysPerChunk;
 }
 
+bool DecodeClusterMergeApplies(const DeviceContext& ctx,
+                               const DeviceAttentionArgs& args) {
+  return args.cluster_merge && args.key_rows == nullptr &&
+         args.head_ids == nullptr && PickHeadDim(args.head_dim) == 128 &&
+         args.k_cache != nullptr &&
+         DecodeChunkKeys(args) == kDecodeKeysPerChunk &&
+         CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk) <=
+             kMaxClusterChunks &&
+         ctx.info().major >= 9;
+}
+
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {
   return args.q->dim(0) * args.num_heads *
          CeilDiv(args.k_cache->dim(0), DecodeChunkKeys(args)) *
@@ -1272,6 +1369,7 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
+  a.cluster_merge = DecodeClusterMergeApplies(ctx, args);
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, false, decltype(kv)>(
@@ -1328,6 +1426,7 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   a.k_out = static_cast<float*>(row.k_cache->raw_data());
   a.v_out = static_cast<float*>(row.v_cache->raw_data());
   a.scratch = scratch;
+  a.cluster_merge = DecodeClusterMergeApplies(ctx, args);
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(

@@ -70,6 +70,12 @@ struct DeviceAttentionArgs {
   // the key chunks in the same launch (one kernel instead of two, same
   // values); without them a second kernel merges.
   int32_t* counters = nullptr;
+  // Decode only: where a (row, head) has at most 8 chunks of 64 keys (caches
+  // of up to 512 rows), head_dim 65..128, no head ids or key list, sm_90
+  // (DecodeClusterMergeApplies), the chunks run as one cluster and merge
+  // through distributed shared memory (scratch and counters unused); other
+  // decodes ignore it. Other summation order than the global merge.
+  bool cluster_merge = false;
   // Decode only, head-subset attention (DejaVu): q and out hold num_heads
   // compact heads; compact head j of row r is query head
   // head_ids[r * num_heads + j], reading kv head head_ids / head_group.
@@ -98,6 +104,10 @@ int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args);
 
 // The keys per decode chunk these arguments run with.
 int64_t DecodeChunkKeys(const DeviceAttentionArgs& args);
+// Whether a decode with these arguments merges its chunks in a cluster
+// (DeviceAttentionArgs::cluster_merge asked for, and it applies).
+bool DecodeClusterMergeApplies(const DeviceContext& ctx,
+                               const DeviceAttentionArgs& args);
 // Floats of scratch DecodeAttention needs for these arguments.
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);
 // Ints of DeviceAttentionArgs::counters these arguments need (rows x heads).

@@ -202,6 +202,7 @@ std::string CudaBackend::name() const {
           : "",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       options_.decode_stack ? ", decode stack" : "",
+      options_.cluster_decode_attention ? ", cluster attention merge" : "",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 
@@ -958,6 +959,7 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
       DecodeAttentionCounters(d) <= kAttentionCounterInts) {
     d.counters = attention_counters_.data<int32_t>();
   }
+  d.cluster_merge = options_.cluster_decode_attention;
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
   Check(new_row != nullptr

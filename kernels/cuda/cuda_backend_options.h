@@ -134,6 +134,11 @@ struct CudaBackendOptions {
   // decode_stack the caches stay f32. DYNSPARSE_CUDA_KV_F16=0 keeps f32 caches
   // (A/B timing and accuracy).
   bool f16_kv_cache = true;
+  // A decode attention over a cache of up to 512 rows merges its key chunks
+  // in a cluster through distributed shared memory (attention.h
+  // cluster_merge) instead of through global memory and a counter.
+  // DYNSPARSE_CUDA_ATTENTION_CLUSTER=1 turns it on (A/B timing).
+  bool cluster_decode_attention = false;
 };
 
 }  // namespace dynsparse::cuda

@@ -119,6 +119,17 @@ TEST_P(AttentionTest, MatchesCpuReference) {
     EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
   }
   args.counters = nullptr;
+
+  // The chunks merged in a cluster (head_dim 65..128, up to 8 chunks; the
+  // flag is ignored elsewhere): other summation order, same tolerance.
+  args.cluster_merge = true;
+  Tensor cluster_out = PoisonedDevice(DType::kF32, ref.shape());
+  args.out = &cluster_out;
+  ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+  EXPECT_LT(testutil::RelativeError(Download(cluster_out), ref.ToF32Vector()),
+            1e-5)
+      << "cluster merge " << SeedMessage();
+  args.cluster_merge = false;
   std::cout << "n=" << c.n << " start=" << c.start << " heads=" << c.heads
             << "/" << c.kv_heads << " d=" << c.head_dim
             << " kv=" << DTypeName(kv_dtype) << " prefill err=" << prefill_err
@@ -439,6 +450,7 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
   ASSERT_TRUE(host.ok());
   const int32_t* ints = host->data<int32_t>();
   EXPECT_EQ(std::count(ints, ints + c.heads, 0), c.heads);
+
   // The caches: row pos written as RopeWriteKv writes it, the rows before it
   // untouched, the rows after it still poisoned. On f16 the CPU's rotated
   // key may round to a neighbouring value (2^-11 relative).
@@ -461,6 +473,35 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
   EXPECT_EQ(testutil::CountNonFinite(
                 std::vector<float>(kc2_host.begin() + written, kc2_host.end())),
             static_cast<int64_t>(kc2_host.size() - written));
+
+  // Fused with the chunks merged in a cluster (where it applies): the same
+  // cache writes, the output up to summation order.
+  {
+    const Tensor q3 = Upload(q), k3 = Upload(k);
+    Tensor kc3 = upload_poisoned(k_cache), vc3 = upload_poisoned(v_cache);
+    DecodeNewRow row3 = row;
+    row3.k = &k3;
+    row3.k_cache = &kc3;
+    row3.v_cache = &vc3;
+    DeviceAttentionArgs cluster_args = args;
+    cluster_args.q = &q3;
+    cluster_args.k_cache = &kc3;
+    cluster_args.v_cache = &vc3;
+    cluster_args.cluster_merge = true;
+    // Llama-2-7B's case must take the cluster kernel on an sm_90 device.
+    if (c.capacity == 300 && c.head_dim == 128 && ctx().info().major >= 9) {
+      EXPECT_TRUE(DecodeClusterMergeApplies(ctx(), cluster_args));
+    }
+    Tensor out3 = PoisonedDevice(DType::kF32, {1, qd});
+    cluster_args.out = &out3;
+    const absl::Status st = DecodeAttentionWithNewRow(ctx(), cluster_args, row3,
+                                                      scratch.data<float>());
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_LT(testutil::RelativeError(Download(out3), ref.ToF32Vector()), 1e-5)
+        << "cluster merge " << SeedMessage();
+    EXPECT_EQ(prefix(Download(kc3)), prefix(Download(kc1))) << "cluster merge";
+    EXPECT_EQ(prefix(Download(vc3)), prefix(Download(vc1))) << "cluster merge";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

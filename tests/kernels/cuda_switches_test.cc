@@ -45,6 +45,9 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     if (t.name == "FUSE") EXPECT_FALSE(o.fused_ops) << var;
     if (t.name == "DECODE_STACK") EXPECT_TRUE(o.decode_stack) << var;
     if (t.name == "KV_F16") EXPECT_FALSE(o.f16_kv_cache) << var;
+    if (t.name == "ATTENTION_CLUSTER") {
+      EXPECT_TRUE(o.cluster_decode_attention) << var;
+    }
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
@@ -79,8 +82,13 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
 TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
   CudaBackendOptions o;
   EXPECT_FALSE(o.decode_stack);
-  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1"}, &o).ok());
+  EXPECT_FALSE(o.cluster_decode_attention);
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1",
+                     "DYNSPARSE_CUDA_ATTENTION_CLUSTER=1"},
+                    &o)
+                  .ok());
   EXPECT_TRUE(o.decode_stack);
+  EXPECT_TRUE(o.cluster_decode_attention);
   ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=0"}, &o).ok());
   EXPECT_FALSE(o.decode_stack);
 }
