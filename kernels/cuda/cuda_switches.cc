@@ -41,8 +41,7 @@ constexpr OnOff kOnOff[] = {
     {"DECODE_STACK", &Options::decode_stack, /*one_turns_on=*/true},
     {"EARLY_READS", &Options::early_reads},
     {"KV_F16", &Options::f16_kv_cache},
-    {"ATTENTION_CLUSTER", &Options::cluster_decode_attention,
-     /*one_turns_on=*/true},
+    {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };

@@ -46,7 +46,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     if (t.name == "DECODE_STACK") EXPECT_TRUE(o.decode_stack) << var;
     if (t.name == "KV_F16") EXPECT_FALSE(o.f16_kv_cache) << var;
     if (t.name == "ATTENTION_CLUSTER") {
-      EXPECT_TRUE(o.cluster_decode_attention) << var;
+      EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
@@ -82,13 +82,8 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
 TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
   CudaBackendOptions o;
   EXPECT_FALSE(o.decode_stack);
-  EXPECT_FALSE(o.cluster_decode_attention);
-  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1",
-                     "DYNSPARSE_CUDA_ATTENTION_CLUSTER=1"},
-                    &o)
-                  .ok());
+  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1"}, &o).ok());
   EXPECT_TRUE(o.decode_stack);
-  EXPECT_TRUE(o.cluster_decode_attention);
   ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=0"}, &o).ok());
   EXPECT_FALSE(o.decode_stack);
 }
