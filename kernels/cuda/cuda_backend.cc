@@ -798,8 +798,6 @@ void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
   if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
   GemvOptions options;
   options.accumulate = true;
-  options.warps_per_row =
-      static_cast<int>(options_.residual_gemv_warps_per_row);
   Check(Gemv(*active_, x, w, bias, residual, options), "LinearAccumulate");
 }
 
@@ -851,7 +849,6 @@ void CudaBackend::NormGatedMlp(Tensor* residual, const InputNorm& norm,
   Check(Gemv(*active_, *residual, fw, bias, up, options), "NormGatedMlp");
   GemvOptions down;
   down.accumulate = true;
-  down.warps_per_row = static_cast<int>(options_.residual_gemv_warps_per_row);
   Check(Gemv(*active_, *up, w_down, b_down, residual, down), "NormGatedMlp");
 }
 

@@ -142,12 +142,6 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_ATTENTION_CLUSTER=0 merges through global memory (A/B
   // timing).
   bool cluster_decode_attention = true;
-  // Warps that split one row's K in the decode GEMVs that add into the
-  // residual (the o-projection, the down projection / fc2): 0 lets PlanGemv
-  // choose (4 for rows of 4096 and more), else 1, 2 or 4 (fewer warps a row:
-  // fewer, longer blocks, so the grid holds fewer waves).
-  // DYNSPARSE_CUDA_RESIDUAL_GEMV_WARPS=0|1|2|4 (A/B timing).
-  int64_t residual_gemv_warps_per_row = 0;
 };
 
 }  // namespace dynsparse::cuda

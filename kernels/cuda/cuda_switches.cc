@@ -70,9 +70,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // The residual-adding decode GEMVs' warps a row (0: automatic).
-    {"RESIDUAL_GEMV_WARPS", &Options::residual_gemv_warps_per_row, 0,
-     "0|1|2|4"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

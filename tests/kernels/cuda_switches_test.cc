@@ -96,11 +96,9 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
              "DYNSPARSE_CUDA_DECODE_CHUNK=16",
              "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
              "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
-             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4",
-             "DYNSPARSE_CUDA_RESIDUAL_GEMV_WARPS=2"},
+             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
             &o)
           .ok());
-  EXPECT_EQ(o.residual_gemv_warps_per_row, 2);
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
   EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
   EXPECT_EQ(o.fused_sparse_mlp, 2);
