@@ -77,6 +77,10 @@ struct KernelArgs {
   // the kernel that writes q (LaunchDecode sets it where positions are the
   // only index and they were staged before the step).
   bool prefetch_kv = false;
+  // Decode with the new row fused (kNewRow), plain keys: load the block's
+  // cached keys and values into registers before waiting on the kernel that
+  // writes q, k and v (DeviceAttentionArgs::early_kv_loads).
+  bool early_kv = false;
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
   bool cluster_merge = false;
@@ -705,6 +709,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
     }
   }
+  if (a.early_kv) PdlWait();  // The loads above are in flight.
   float q[kCols];
   if constexpr (kNewRow) {
     LoadNewRow<D, KvT>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
@@ -913,8 +918,8 @@ template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
-  PdlWait();
+  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  if (!a.early_kv) PdlWait();
   const int chunk = blockIdx.x;
   const int h = blockIdx.y;
   const int row = blockIdx.z;
@@ -928,6 +933,7 @@ __global__ void __launch_bounds__(kThreads)
                   a.group;
   float* entry = ScratchEntry(a, row, h, chunk);
   if (chunk0 >= limit || (a.key_rows != nullptr && a.key_rows[chunk0] > pos)) {
+    if (a.early_kv) PdlWait();
     if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
       entry[0] = -INFINITY;
       entry[1] = 0.f;
@@ -968,8 +974,8 @@ __global__ void __launch_bounds__(kThreads)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
-  PdlWait();
+  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  if (!a.early_kv) PdlWait();
   cg::cluster_group cluster = cg::this_cluster();
   const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
   const int h = blockIdx.y;
@@ -980,6 +986,7 @@ __global__ void __launch_bounds__(kThreads)
   const int kvh = h / a.group;
   __shared__ float entry[2 + D];
   if (chunk0 >= limit) {
+    if (a.early_kv) PdlWait();
     if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
       entry[0] = -INFINITY;
       entry[1] = 0.f;
@@ -1075,6 +1082,7 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->out = args.out->data<float>();
   a->scratch = nullptr;
   a->counters = args.counters;
+  a->early_kv = args.early_kv_loads;
   a->n = static_cast<int>(n);
   a->heads = static_cast<int>(args.num_heads);
   a->group = static_cast<int>(args.head_ids != nullptr
@@ -1198,6 +1206,12 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
   // step, results/bench/h200_run58).
   a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
                   ctx.programmatic_launch();
+  // Safe before the wait: with the new row fused, every key this kernel
+  // loads from the cache (rows below the position) was written by an earlier
+  // step, and the positions were staged before the step's first kernel; every
+  // decode kernel releases its successor only after its own wait, so when
+  // this kernel starts every kernel before the q/k/v GEMV has finished.
+  a.early_kv = kNewRow && a.prefetch_kv && a.early_kv;
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
   if constexpr (D == 128) {

@@ -76,6 +76,10 @@ struct DeviceAttentionArgs {
   // through distributed shared memory (scratch and counters unused); other
   // decodes ignore it. Other summation order than the global merge.
   bool cluster_merge = false;
+  // Decode with a fused new row (DecodeAttentionWithNewRow), no head ids or
+  // key list, programmatic dependent launch: the cached keys and values are
+  // loaded before the kernel waits for the one that writes q, k and v.
+  bool early_kv_loads = false;
   // Decode only, head-subset attention (DejaVu): q and out hold num_heads
   // compact heads; compact head j of row r is query head
   // head_ids[r * num_heads + j], reading kv head head_ids / head_group.

@@ -203,6 +203,7 @@ std::string CudaBackend::name() const {
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
+      options_.early_kv_loads ? ", early K/V loads" : "",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 
@@ -960,6 +961,7 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
     d.counters = attention_counters_.data<int32_t>();
   }
   d.cluster_merge = options_.cluster_decode_attention;
+  d.early_kv_loads = options_.early_kv_loads;
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
   Check(new_row != nullptr

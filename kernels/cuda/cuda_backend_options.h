@@ -142,6 +142,10 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_ATTENTION_CLUSTER=0 merges through global memory (A/B
   // timing).
   bool cluster_decode_attention = true;
+  // The fused decode attention loads its cached keys and values before its
+  // PDL wait (attention.h early_kv_loads) instead of only prefetching them
+  // into L2. DYNSPARSE_CUDA_EARLY_KV=1 turns it on (A/B timing).
+  bool early_kv_loads = false;
 };
 
 }  // namespace dynsparse::cuda

@@ -474,8 +474,9 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
                 std::vector<float>(kc2_host.begin() + written, kc2_host.end())),
             static_cast<int64_t>(kc2_host.size() - written));
 
-  // Fused with the chunks merged in a cluster (where it applies): the same
-  // cache writes, the output up to summation order.
+  // Fused with the chunks merged in a cluster (where it applies) and the
+  // cached rows loaded before the PDL wait: the same cache writes, the output
+  // up to summation order.
   {
     const Tensor q3 = Upload(q), k3 = Upload(k);
     Tensor kc3 = upload_poisoned(k_cache), vc3 = upload_poisoned(v_cache);
@@ -488,6 +489,7 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
     cluster_args.k_cache = &kc3;
     cluster_args.v_cache = &vc3;
     cluster_args.cluster_merge = true;
+    cluster_args.early_kv_loads = true;  // Cached rows loaded before the wait.
     // Llama-2-7B's case must take the cluster kernel on an sm_90 device.
     if (c.capacity == 300 && c.head_dim == 128 && ctx().info().major >= 9) {
       EXPECT_TRUE(DecodeClusterMergeApplies(ctx(), cluster_args));

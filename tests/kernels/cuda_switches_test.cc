@@ -82,8 +82,12 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
 TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
   CudaBackendOptions o;
   EXPECT_FALSE(o.decode_stack);
-  ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=1"}, &o).ok());
+  EXPECT_FALSE(o.early_kv_loads);
+  ASSERT_TRUE(
+      Apply({"DYNSPARSE_CUDA_DECODE_STACK=1", "DYNSPARSE_CUDA_EARLY_KV=1"}, &o)
+          .ok());
   EXPECT_TRUE(o.decode_stack);
+  EXPECT_TRUE(o.early_kv_loads);
   ASSERT_TRUE(Apply({"DYNSPARSE_CUDA_DECODE_STACK=0"}, &o).ok());
   EXPECT_FALSE(o.decode_stack);
 }
