@@ -203,7 +203,7 @@ std::string CudaBackend::name() const {
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
-      options_.early_kv_loads ? ", early K/V loads" : "",
+      options_.early_kv_loads ? "" : ", late K/V loads",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 

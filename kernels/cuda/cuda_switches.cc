@@ -42,7 +42,7 @@ constexpr OnOff kOnOff[] = {
     {"EARLY_READS", &Options::early_reads},
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
-    {"EARLY_KV", &Options::early_kv_loads, /*one_turns_on=*/true},
+    {"EARLY_KV", &Options::early_kv_loads},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
 };
