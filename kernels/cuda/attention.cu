@@ -910,6 +910,26 @@ __device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
   }
 }
 
+// A block's partial for its chunk into `entry`: DecodeChunk's, or an empty
+// one when none of the chunk's keys is visible to the row.
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
+__device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
+                                             int h, int kvh, int pos,
+                                             int chunk0, int limit,
+                                             bool visible, float* entry) {
+  if (!visible) {
+    if (a.early_kv) PdlWait();
+    if (threadIdx.x == 0) {
+      entry[0] = -INFINITY;
+      entry[1] = 0.f;
+    }
+    return;
+  }
+  __shared__ float new_row[kNewRow ? 3 * D : 1];
+  DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0, limit,
+                                             new_row, entry);
+}
+
 // Grid (chunks, heads, rows). Without a key list key j is cache row j; with
 // one, the grid covers the listed keys only (their count is known on the
 // host: token steps run eagerly) and each key is checked against the row's
@@ -932,17 +952,10 @@ __global__ void __launch_bounds__(kThreads)
                        : h) /
                   a.group;
   float* entry = ScratchEntry(a, row, h, chunk);
-  if (chunk0 >= limit || (a.key_rows != nullptr && a.key_rows[chunk0] > pos)) {
-    if (a.early_kv) PdlWait();
-    if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
-      entry[0] = -INFINITY;
-      entry[1] = 0.f;
-    }
-  } else {
-    __shared__ float new_row[kNewRow ? 3 * D : 1];
-    DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
-                                               limit, new_row, entry);
-  }
+  const bool visible =
+      chunk0 < limit && (a.key_rows == nullptr || a.key_rows[chunk0] <= pos);
+  ChunkPartial<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
+                                              limit, visible, entry);
   if (a.counters == nullptr) return;
   // Merge in this launch: the block that finishes last for its (row, head)
   // combines all chunks (in a fixed order, so the result does not depend on
@@ -985,17 +998,8 @@ __global__ void __launch_bounds__(kThreads)
   const int chunk0 = chunk * kChunkKeys;
   const int kvh = h / a.group;
   __shared__ float entry[2 + D];
-  if (chunk0 >= limit) {
-    if (a.early_kv) PdlWait();
-    if (threadIdx.x == 0) {  // Nothing visible: an empty partial.
-      entry[0] = -INFINITY;
-      entry[1] = 0.f;
-    }
-  } else {
-    __shared__ float new_row[kNewRow ? 3 * D : 1];
-    DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
-                                               limit, new_row, entry);
-  }
+  ChunkPartial<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
+                                              limit, chunk0 < limit, entry);
   cluster.sync();
   if (chunk == 0) {
     const int d = threadIdx.x;
