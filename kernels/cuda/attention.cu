@@ -976,9 +976,9 @@ __global__ void __launch_bounds__(kThreads)
 // (DeviceAttentionArgs::cluster_merge): the chunks of a (row, head) are one
 // cluster, each block keeps its partial in shared memory, and block 0 merges
 // them through distributed shared memory. No partial goes through global
-// memory and no counter is needed; the in-launch merge pays a fence, an
-// atomic and two L2 round trips on the way from the last chunk to the
-// output, which is most of a short-cache decode attention's latency.
+// memory and no counter is needed, where the in-launch merge pays a fence,
+// an atomic and two L2 round trips between the last chunk and the output
+// (H200, results/bench/h200_run119: 10.8 -> 9.0 us a Llama-2-7B layer).
 // Merged as CombineChunks does (max, then weights, in chunk order); one
 // thread per dimension, since there are at most 8 chunks.
 template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
