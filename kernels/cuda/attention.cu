@@ -77,9 +77,9 @@ struct KernelArgs {
   // the kernel that writes q (LaunchDecode sets it where positions are the
   // only index and they were staged before the step).
   bool prefetch_kv = false;
-  // Decode with the new row fused (kNewRow), plain keys: load the block's
-  // cached keys and values into registers before waiting on the kernel that
-  // writes q, k and v (DeviceAttentionArgs::early_kv_loads).
+  // Decode with the new row fused (DecodeAttentionWithNewRow sets it): load
+  // the block's cached keys and values into registers before waiting on the
+  // kernel that writes q, k and v (DeviceAttentionArgs::early_kv_loads).
   bool early_kv = false;
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
@@ -1086,7 +1086,6 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->out = args.out->data<float>();
   a->scratch = nullptr;
   a->counters = args.counters;
-  a->early_kv = args.early_kv_loads;
   a->n = static_cast<int>(n);
   a->heads = static_cast<int>(args.num_heads);
   a->group = static_cast<int>(args.head_ids != nullptr
@@ -1210,12 +1209,6 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
   // step, results/bench/h200_run58).
   a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
                   ctx.programmatic_launch();
-  // Safe before the wait: with the new row fused, every key this kernel
-  // loads from the cache (rows below the position) was written by an earlier
-  // step, and the positions were staged before the step's first kernel; every
-  // decode kernel releases its successor only after its own wait, so when
-  // this kernel starts every kernel before the q/k/v GEMV has finished.
-  a.early_kv = kNewRow && a.prefetch_kv && a.early_kv;
   const dim3 grid(static_cast<unsigned>(a.chunks),
                   static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
   if constexpr (D == 128) {
@@ -1445,6 +1438,12 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   a.v_out = static_cast<float*>(row.v_cache->raw_data());
   a.scratch = scratch;
   a.cluster_merge = DecodeClusterMergeApplies(ctx, args);
+  // Safe before the wait: every key this kernel loads from the cache (rows
+  // below the position) was written by an earlier step, and the positions
+  // were staged before the step's first kernel; every decode kernel releases
+  // its successor only after its own wait, so when this kernel starts every
+  // kernel before the q/k/v GEMV has finished. (No key list or head ids here.)
+  a.early_kv = args.early_kv_loads && ctx.programmatic_launch();
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(
