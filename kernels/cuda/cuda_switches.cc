@@ -45,6 +45,7 @@ constexpr OnOff kOnOff[] = {
     {"EARLY_KV", &Options::early_kv_loads},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
+    {"GEMV_BOUNDS", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

@@ -126,6 +126,10 @@ class DeviceContext {
   // previous kernel (gemv.cu; DYNSPARSE_CUDA_EARLY_LOADS=0 turns it off).
   bool gemv_early_loads() const { return early_loads_; }
   void set_gemv_early_loads(bool on) { early_loads_ = on; }
+  // The one-row CUDA-core GEMVs are built to fit one more block an SM
+  // (gemv.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it off).
+  bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
+  void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
 
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
@@ -142,6 +146,7 @@ class DeviceContext {
   size_t workspace_bytes_ = 0;
   bool pdl_ = false;
   bool early_loads_ = true;
+  bool occupancy_bounds_ = true;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

@@ -266,9 +266,12 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
 
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
-// blockIdx.y selects the K split.
-template <typename T, int B, typename XIn = PlainInput, bool kPairs = false>
-__global__ void __launch_bounds__(kThreads) GemvVectorKernel(const GemvArgs a) {
+// blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
+// blocks an SM (OccupancyBound).
+template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
+          int kMinBlocks = 1>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
   // written during a forward step, so with programmatic dependent launch
   // those loads overlap the tail of the previous kernel (a norm, attention)
@@ -644,6 +647,18 @@ __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
 
 using KernelFn = void (*)(GemvArgs);
 
+// Blocks an SM the one-row kernels are built to fit when the context asks for
+// it (DeviceContext::gemv_occupancy_bounds). Left to itself ptxas gives the
+// fused-norm kernel (q/k/v, up/gate) 78 registers, 6 blocks an SM, and the
+// plain one (o-projection, down) 72, 7 an SM; capped they take 71 and 64
+// without spilling (ptxas -v, sm_90a), one block an SM more each. The
+// product input spills at 64 and keeps 7.
+template <typename XIn>
+constexpr int OccupancyBound() {
+  if constexpr (std::is_same_v<XIn, PlainInput>) return 8;
+  return 7;
+}
+
 // Resident blocks per SM of `kernel` at `threads`, asked of the driver once
 // per (device, kernel, threads): PlanGemv runs before every eager GEMV, and
 // the query was 2-3 us of host time each (h200_run76's API trace).
@@ -665,11 +680,45 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
   return blocks;
 }
 
+// The one-row kernel reading x through XIn, with or without OccupancyBound.
+template <typename T, typename XIn, bool kPairs = false>
+KernelFn OneRowKernel(bool bounded) {
+  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
+                 : GemvVectorKernel<T, 1, XIn, kPairs>;
+}
+
+// The one-row CUDA-core kernel with a fused norm and/or gated pairs.
 template <typename T>
-KernelFn VectorKernelFor(int64_t batch) {
+KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
+  if (norm) {
+    return pairs ? OneRowKernel<T, NormInput<T>, true>(bounded)
+                 : OneRowKernel<T, NormInput<T>>(bounded);
+  }
+  return pairs ? OneRowKernel<T, PlainInput, true>(bounded)
+               : OneRowKernel<T, PlainInput>(bounded);
+}
+
+template <typename T>
+KernelFn GatedKernelFor(std::optional<Activation> activation, bool bounded) {
+  if (!activation.has_value()) return OneRowKernel<T, ProductInput>(bounded);
+  switch (*activation) {
+    case Activation::kRelu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kRelu>>;
+    case Activation::kSilu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kSilu>>;
+    case Activation::kGelu:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kGelu>>;
+    case Activation::kGeluTanh:
+      return GemvVectorKernel<T, 1, GatedInput<Activation::kGeluTanh>>;
+  }
+  return nullptr;
+}
+
+template <typename T>
+KernelFn VectorKernelFor(int64_t batch, bool bounded) {
   switch (batch) {
     case 1:
-      return GemvVectorKernel<T, 1>;
+      return OneRowKernel<T, PlainInput>(bounded);
     case 2:
       return GemvVectorKernel<T, 2>;
     case 3:
@@ -735,10 +784,10 @@ KernelFn MmaKernelFor(int64_t batch) {
 }
 
 template <typename T>
-KernelFn KernelFor(GemvPath path, int64_t batch) {
+KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded) {
   switch (path) {
     case GemvPath::kCudaCore:
-      return VectorKernelFor<T>(batch);
+      return VectorKernelFor<T>(batch, bounded);
     case GemvPath::kTensorCore:
       return MmaKernelFor<T>(batch);
     case GemvPath::kScalar:
@@ -749,12 +798,13 @@ KernelFn KernelFor(GemvPath path, int64_t batch) {
   return nullptr;
 }
 
-KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path) {
+// The kernel a plain GEMV (no fused norm, pairs or gate) runs.
+KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
   switch (dtype) {
     case DType::kBF16:
-      return KernelFor<__nv_bfloat16>(path, batch);
+      return KernelFor<__nv_bfloat16>(path, batch, bounded);
     case DType::kF16:
-      return KernelFor<__half>(path, batch);
+      return KernelFor<__half>(path, batch, bounded);
     case DType::kF32:
       return path == GemvPath::kScalar ? ScalarKernelFor<float>(batch)
                                        : nullptr;
@@ -762,6 +812,17 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path) {
       break;
   }
   return nullptr;
+}
+
+// The kernel Gemv launches for these options (PlanGemv sizes the plan by its
+// occupancy).
+KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
+                        GemvPath path, bool norm, bool pairs) {
+  const bool bounded = ctx.gemv_occupancy_bounds();
+  if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
+  return dtype == DType::kF16
+             ? VectorVariant<__half>(norm, pairs, bounded)
+             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);
 }
 
 int ThreadsFor(GemvPath path) {
@@ -880,7 +941,9 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
         absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
                      "), an activation from row out / 2 and no accumulate"));
   }
-  const KernelFn kernel = SelectKernel(w.dtype(), batch, plan.path);
+  const KernelFn kernel =
+      LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
+                     options.gated_pairs);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -1080,33 +1143,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   return absl::OkStatus();
 }
 
-// The one-row CUDA-core kernel with a fused norm and/or gated pairs.
-template <typename T>
-KernelFn VectorVariant(bool norm, bool pairs) {
-  if (norm) {
-    return pairs ? GemvVectorKernel<T, 1, NormInput<T>, true>
-                 : GemvVectorKernel<T, 1, NormInput<T>>;
-  }
-  return pairs ? GemvVectorKernel<T, 1, PlainInput, true>
-               : GemvVectorKernel<T, 1, PlainInput>;
-}
-
-template <typename T>
-KernelFn GatedKernelFor(std::optional<Activation> activation) {
-  if (!activation.has_value()) return GemvVectorKernel<T, 1, ProductInput>;
-  switch (*activation) {
-    case Activation::kRelu:
-      return GemvVectorKernel<T, 1, GatedInput<Activation::kRelu>>;
-    case Activation::kSilu:
-      return GemvVectorKernel<T, 1, GatedInput<Activation::kSilu>>;
-    case Activation::kGelu:
-      return GemvVectorKernel<T, 1, GatedInput<Activation::kGelu>>;
-    case Activation::kGeluTanh:
-      return GemvVectorKernel<T, 1, GatedInput<Activation::kGeluTanh>>;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
@@ -1127,14 +1163,9 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  KernelFn kernel = SelectKernel(w.dtype(), x.dim(0), plan.path);
-  if (options.norm.has_value() || options.gated_pairs) {
-    kernel = w.dtype() == DType::kF16
-                 ? VectorVariant<__half>(options.norm.has_value(),
-                                         options.gated_pairs)
-                 : VectorVariant<__nv_bfloat16>(options.norm.has_value(),
-                                                options.gated_pairs);
-  }
+  const KernelFn kernel =
+      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
+                     options.norm.has_value(), options.gated_pairs);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
@@ -1164,9 +1195,11 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   options.accumulate = accumulate;
   ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
   RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
-  const KernelFn kernel = w.dtype() == DType::kF16
-                              ? GatedKernelFor<__half>(activation)
-                              : GatedKernelFor<__nv_bfloat16>(activation);
+  const bool bounded = ctx.gemv_occupancy_bounds();
+  const KernelFn kernel =
+      w.dtype() == DType::kF16
+          ? GatedKernelFor<__half>(activation, bounded)
+          : GatedKernelFor<__nv_bfloat16>(activation, bounded);
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }

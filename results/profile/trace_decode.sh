@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel timelines of decode steps inside their CUDA graphs, on the GPU
 # machine, after run_on_gpu.sh built build-cuda-gpu/ (with
-# tools/cupti_trace): each line "name|dynsparse-bench arguments" of
+# tools/cupti_trace): each line "name|dynsparse-bench arguments" (leading
+# VAR=value words set the environment) of
 # $TRACE_LIST runs once under the CUPTI recorder (CUDA_INJECTION64_PATH),
 # keeping the last 4 graph launches, and tools/cupti_trace/step_table.py
 # writes the median step's kernel table. Output: $OUT/trace.tgz
@@ -13,9 +14,16 @@ mkdir -p "$dir"
 while IFS='|' read -r name args; do
   [[ -z "$name" || "$name" == \#* ]] && continue
   start=$SECONDS
-  # shellcheck disable=SC2086  # the arguments are a word list
-  CUDA_INJECTION64_PATH="$PWD/$tracer" DYNSPARSE_TRACE_OUT="$dir/$name.csv" \
-    DYNSPARSE_TRACE_LAST=4 timeout 300 "$build/dynsparse-bench" $args \
+  # Leading VAR=value words are the run's environment (as in bench lists).
+  read -ra words <<<"$args"
+  assigns=()
+  while [[ ${#words[@]} -gt 0 && "${words[0]}" == *=* && "${words[0]}" != -* ]]; do
+    assigns+=("${words[0]}")
+    words=("${words[@]:1}")
+  done
+  env "${assigns[@]}" CUDA_INJECTION64_PATH="$PWD/$tracer" \
+    DYNSPARSE_TRACE_OUT="$dir/$name.csv" DYNSPARSE_TRACE_LAST=4 \
+    timeout 300 "$build/dynsparse-bench" "${words[@]}" \
     --json >"$dir/$name.log" 2>&1
   rc=$?
   python3 tools/cupti_trace/step_table.py "$dir/$name.csv" --skip 1 \

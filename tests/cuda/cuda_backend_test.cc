@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -68,8 +69,47 @@ class HalfUnits : public Method {
   ModelConfig config_;
 };
 
+// Random-weight models of head_dim 128 (written as config.json, loaded as
+// random:PATH): the fixtures' heads are 8-16 wide and the reference models'
+// 64, while the decode attention's cluster merge (DecodeAttentionClusterKernel)
+// runs at head_dim 65..128 only. Llama with GQA (RoPE, RMSNorm) and OPT
+// (learned positions, LayerNorm, biases).
+constexpr char kRandomPrefix[] = "random-";
+const char* RandomModelConfig(const std::string& name) {
+  if (name == "random-llama-gqa-hd128") {
+    return R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+      "hidden_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 128, "intermediate_size": 768, "num_hidden_layers": 2,
+      "vocab_size": 512, "max_position_embeddings": 2048,
+      "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "hidden_act": "silu",
+      "tie_word_embeddings": false})";
+  }
+  if (name == "random-opt-hd128") {
+    return R"({"architectures": ["OPTForCausalLM"], "model_type": "opt",
+      "hidden_size": 256, "num_attention_heads": 2, "ffn_dim": 512,
+      "num_hidden_layers": 2, "vocab_size": 512,
+      "max_position_embeddings": 2048, "do_layer_norm_before": true,
+      "activation_function": "relu", "enable_bias": true,
+      "word_embed_proj_dim": 256, "tie_word_embeddings": true})";
+  }
+  return nullptr;
+}
+
+// The model path of a test parameter: a fixture folder, or random:PATH for
+// a RandomModelConfig (written once into a temporary folder).
+std::string ModelPath(const std::string& name) {
+  const char* config = RandomModelConfig(name);
+  if (config == nullptr) return testing::FixturePath("models/" + name);
+  const fs::path dir = fs::temp_directory_path() / ("dynsparse_" + name);
+  fs::create_directories(dir);
+  const fs::path file = dir / "config.json";
+  std::ofstream(file) << config;
+  return "random:" + file.string();
+}
+
 std::vector<std::string> FixtureModels() {
-  std::vector<std::string> names;
+  std::vector<std::string> names = {"random-llama-gqa-hd128",
+                                    "random-opt-hd128"};
   const fs::path root = testing::FixturePath("models");
   for (const auto& entry : fs::directory_iterator(root)) {
     if (fs::exists(entry.path() / "config.json")) {
@@ -119,8 +159,7 @@ class CudaBackendTest : public testutil::CudaTest,
   void Load(DType dtype) {
     LoadOptions options;
     options.dtype = dtype;
-    auto model =
-        LoadModel(testing::FixturePath("models/" + GetParam()), options);
+    auto model = LoadModel(ModelPath(GetParam()), options);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::make_unique<LoadedModel>(*std::move(model));
     auto device = cuda_->UploadWeights(model_->weights);
@@ -249,6 +288,24 @@ TEST_P(CudaBackendTest, HalfPrecisionLogitsMatchCpu) {
     std::cout << GetParam() << " " << DTypeName(dtype) << ": max abs "
               << c.max_abs << ", max rel " << c.max_rel << "\n";
     EXPECT_LT(c.max_rel, dtype == DType::kF16 ? 5e-3 : 3e-2);
+  }
+}
+
+// Caches of more than one 64-key chunk: the decode attention merges 3
+// chunks a head (in a cluster where head_dim is 65..128, on sm_90), inside
+// the captured decode graph.
+TEST_P(CudaBackendTest, MultiChunkDecodeMatchesCpu) {
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    Load(dtype);
+    if (model_->config.max_position_embeddings < 180) {
+      GTEST_SKIP() << GetParam() << " has fewer than 180 positions";
+    }
+    AllUnits all;
+    const Comparison c = Compare(all, 150, 30);
+    std::cout << GetParam() << " " << DTypeName(dtype) << " 180 rows: max abs "
+              << c.max_abs << ", max rel " << c.max_rel << "\n";
+    EXPECT_LT(c.max_rel, dtype == DType::kF16 ? 5e-3 : 1e-4);
+    EXPECT_GE(cuda_->graph_stats().replays, 20);
   }
 }
 
@@ -381,9 +438,10 @@ TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
 // both ways on a sparse decode; STAGE_ONCE and EARLY_READS have no such
 // test yet).
 TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
-  if (GetParam() != "llama-gqa-llama3rope" && GetParam() != "opt-postln-proj") {
-    GTEST_SKIP() << "the switches run on llama-gqa-llama3rope and "
-                    "opt-postln-proj";
+  if (GetParam() != "llama-gqa-llama3rope" && GetParam() != "opt-postln-proj" &&
+      GetParam() != "random-llama-gqa-hd128") {
+    GTEST_SKIP() << "the switches run on llama-gqa-llama3rope, "
+                    "opt-postln-proj and random-llama-gqa-hd128";
   }
   Load(DType::kF16);
   const std::vector<OptionToggle> toggles = OptionToggles();

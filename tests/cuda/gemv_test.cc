@@ -474,6 +474,60 @@ TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {
   }
 }
 
+// DeviceContext::gemv_occupancy_bounds only changes how many blocks an SM
+// the one-row kernels fit: the same bits with and without it, for each
+// kernel it caps (plain, fused norm, gated pairs, the gated down projection),
+// and never fewer resident warps with it.
+TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
+  const int64_t in = 4096, out = 1000;
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(::testing::Message()
+                 << DTypeName(dtype) << " " << SeedMessage());
+    const Tensor x = Upload(RandomHost({1, in}));
+    const Tensor gate = Upload(RandomHost({1, in}));
+    const Tensor w =
+        Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
+    const Tensor gamma = Upload(RandomHost({in}, dtype, 0.5f));
+    const Tensor bias = Upload(RandomHost({out}));
+    GemvOptions plain, norm, pairs;
+    norm.norm = GemvNorm{gamma, Tensor(), 1e-6};
+    pairs.norm = norm.norm;
+    pairs.gated_pairs = true;
+    pairs.activation = Activation::kSilu;
+    pairs.activation_from_row = out / 2;
+    struct Case {
+      const char* name;
+      const GemvOptions* options;  // Null: GatedGemv.
+      int64_t y_cols;
+    };
+    for (const Case& c :
+         {Case{"plain", &plain, out}, Case{"norm", &norm, out},
+          Case{"pairs", &pairs, out / 2}, Case{"gated", nullptr, out}}) {
+      SCOPED_TRACE(c.name);
+      std::vector<float> got[2];
+      int resident_warps[2] = {0, 0};
+      for (bool bounded : {false, true}) {
+        ctx().set_gemv_occupancy_bounds(bounded);
+        Tensor y = PoisonedDevice(DType::kF32, {1, c.y_cols});
+        const absl::Status status =
+            c.options == nullptr
+                ? GatedGemv(ctx(), Activation::kSilu, gate, x, w, bias, &y)
+                : Gemv(ctx(), x, w, bias, &y, *c.options);
+        ASSERT_TRUE(status.ok()) << status;
+        got[bounded] = Download(y);
+        absl::StatusOr<GemvPlan> plan =
+            PlanGemv(ctx(), x, w, c.options == nullptr ? plain : *c.options);
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        resident_warps[bounded] = plan->resident_warps;
+      }
+      ctx().set_gemv_occupancy_bounds(true);
+      EXPECT_EQ(CountNonFinite(got[1]), 0);
+      EXPECT_EQ(got[0], got[1]);
+      EXPECT_GE(resident_warps[1], resident_warps[0]);
+    }
+  }
+}
+
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));

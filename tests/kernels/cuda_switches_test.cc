@@ -52,7 +52,8 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
-  // PDL and EARLY_LOADS set no option field (DeviceContext reads them).
+  // PDL, EARLY_LOADS and GEMV_BOUNDS set no option field (DeviceContext
+  // reads them).
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("PDL")));
 }
 
@@ -113,9 +114,11 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
 TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
   CudaBackendOptions o;
   EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_PDL=0", "DYNSPARSE_CUDA_EARLY_LOADS=1",
+                     "DYNSPARSE_CUDA_GEMV_BOUNDS=0",
                      "DYNSPARSE_CUDA_ARCHS=80-virtual;90a-real"},
                     &o)
                   .ok());
+  EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_GEMV_BOUNDS=2"}, &o).ok());
 }
 
 TEST(CudaSwitchesTest, FlashConfigIsABuiltBlockShape) {
