@@ -48,6 +48,9 @@
 // fast. kAuto takes the CUDA-core kernel below batch 3, the tensor-core one
 // from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -681,10 +684,31 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
+// EXPERIMENT (run 126, to be removed): DS_EXPERIMENT_GEMV_BLOCKS="n,p,q"
+// forces the bound of the norm, plain and product kernels (0: the default).
+template <typename XIn>
+int ExperimentBlocks() {
+  static const std::array<int, 3> blocks = [] {
+    std::array<int, 3> b = {0, 0, 0};
+    const char* v = std::getenv("DS_EXPERIMENT_GEMV_BLOCKS");
+    if (v != nullptr) std::sscanf(v, "%d,%d,%d", &b[0], &b[1], &b[2]);
+    return b;
+  }();
+  if constexpr (std::is_same_v<XIn, PlainInput>) return blocks[1];
+  if constexpr (std::is_same_v<XIn, ProductInput>) return blocks[2];
+  return blocks[0];
+}
+
 template <typename T, typename XIn, bool kPairs = false>
 KernelFn OneRowKernel(bool bounded) {
-  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
-                 : GemvVectorKernel<T, 1, XIn, kPairs>;
+  if (!bounded) return GemvVectorKernel<T, 1, XIn, kPairs>;
+  switch (ExperimentBlocks<XIn>()) {
+    case 7:
+      return GemvVectorKernel<T, 1, XIn, kPairs, 7>;
+    case 8:
+      return GemvVectorKernel<T, 1, XIn, kPairs, 8>;
+  }
+  return GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>;
 }
 
 // The one-row CUDA-core kernel with a fused norm and/or gated pairs.
