@@ -48,9 +48,6 @@
 // fast. kAuto takes the CUDA-core kernel below batch 3, the tensor-core one
 // from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -655,7 +652,10 @@ using KernelFn = void (*)(GemvArgs);
 // fused-norm kernel (q/k/v, up/gate) 78 registers, 6 blocks an SM, and the
 // plain one (o-projection, down) 72, 7 an SM; capped they take 71 and 64
 // without spilling (ptxas -v, sm_90a), one block an SM more each. The
-// product input spills at 64 and keeps 7.
+// product input spills at 64 and keeps 7. H200 (results/bench/h200_run125,
+// h200_run126): Llama-2-7B decode 4.00 -> 3.63 ms, OPT-6.7B 4.14 -> 3.85;
+// the fused-norm kernel at 8 (64 registers, 16-24 bytes spilled) or the
+// plain one at 7 were slower.
 template <typename XIn>
 constexpr int OccupancyBound() {
   if constexpr (std::is_same_v<XIn, PlainInput>) return 8;
@@ -684,31 +684,10 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
-// EXPERIMENT (run 126, to be removed): DS_EXPERIMENT_GEMV_BLOCKS="n,p,q"
-// forces the bound of the norm, plain and product kernels (0: the default).
-template <typename XIn>
-int ExperimentBlocks() {
-  static const std::array<int, 3> blocks = [] {
-    std::array<int, 3> b = {0, 0, 0};
-    const char* v = std::getenv("DS_EXPERIMENT_GEMV_BLOCKS");
-    if (v != nullptr) std::sscanf(v, "%d,%d,%d", &b[0], &b[1], &b[2]);
-    return b;
-  }();
-  if constexpr (std::is_same_v<XIn, PlainInput>) return blocks[1];
-  if constexpr (std::is_same_v<XIn, ProductInput>) return blocks[2];
-  return blocks[0];
-}
-
 template <typename T, typename XIn, bool kPairs = false>
 KernelFn OneRowKernel(bool bounded) {
-  if (!bounded) return GemvVectorKernel<T, 1, XIn, kPairs>;
-  switch (ExperimentBlocks<XIn>()) {
-    case 7:
-      return GemvVectorKernel<T, 1, XIn, kPairs, 7>;
-    case 8:
-      return GemvVectorKernel<T, 1, XIn, kPairs, 8>;
-  }
-  return GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>;
+  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
+                 : GemvVectorKernel<T, 1, XIn, kPairs>;
 }
 
 // The one-row CUDA-core kernel with a fused norm and/or gated pairs.
