@@ -701,6 +701,9 @@ KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
                : OneRowKernel<T, PlainInput>(bounded);
 }
 
+// The gated down projection: x * gate (ProductInput, bounded like the
+// others), or x * act(gate) computed in the load (GatedInput, off the default
+// route: at 7 blocks an SM two of them spill, so they keep ptxas's counts).
 template <typename T>
 KernelFn GatedKernelFor(std::optional<Activation> activation, bool bounded) {
   if (!activation.has_value()) return OneRowKernel<T, ProductInput>(bounded);
@@ -817,11 +820,16 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
   return nullptr;
 }
 
-// The kernel Gemv launches for these options (PlanGemv sizes the plan by its
-// occupancy).
+// The kernel a launch with these options runs (its plan is sized by that
+// kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
-                        GemvPath path, bool norm, bool pairs) {
+                        GemvPath path, bool norm, bool pairs,
+                        const std::optional<Activation>* gate) {
   const bool bounded = ctx.gemv_occupancy_bounds();
+  if (gate != nullptr) {
+    return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
+                                : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
+  }
   if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
   return dtype == DType::kF16
              ? VectorVariant<__half>(norm, pairs, bounded)
@@ -894,8 +902,12 @@ std::string GemvPlan::DebugString() const {
                       " resident_warps=", resident_warps);
 }
 
-absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
-                                  const Tensor& w, const GemvOptions& options) {
+namespace {
+
+// PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
+absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
+                                    const Tensor& w, const GemvOptions& options,
+                                    const std::optional<Activation>* gate) {
   RETURN_IF_ERROR(ValidateOperands(x, w));
   const int64_t batch = x.dim(0);
   const int64_t out = w.dim(0);
@@ -946,7 +958,7 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
   }
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
-                     options.gated_pairs);
+                     options.gated_pairs, gate);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -1036,6 +1048,13 @@ absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
       std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
   plan.grid_blocks = CeilDiv(groups, kWarps / plan.warps_per_row);
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
+                                  const Tensor& w, const GemvOptions& options) {
+  return PlanLaunch(ctx, x, w, options, nullptr);
 }
 
 namespace {
@@ -1168,7 +1187,7 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
-                     options.norm.has_value(), options.gated_pairs);
+                     options.norm.has_value(), options.gated_pairs, nullptr);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
@@ -1196,16 +1215,14 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   GemvOptions options;
   options.path = GemvPath::kCudaCore;
   options.accumulate = accumulate;
-  ASSIGN_OR_RETURN(const GemvPlan plan, PlanGemv(ctx, x, w, options));
-  RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
-  const bool bounded = ctx.gemv_occupancy_bounds();
-  const KernelFn kernel =
-      w.dtype() == DType::kF16
-          ? GatedKernelFor<__half>(activation, bounded)
-          : GatedKernelFor<__nv_bfloat16>(activation, bounded);
+  const KernelFn kernel = LaunchedKernel(ctx, w.dtype(), 1, GemvPath::kCudaCore,
+                                         false, false, &activation);
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }
+  ASSIGN_OR_RETURN(const GemvPlan plan,
+                   PlanLaunch(ctx, x, w, options, &activation));
+  RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   return LaunchPlan(ctx, plan, kernel, x, w, bias, gate.data<float>(), options,
                     y);
 }
