@@ -5,6 +5,8 @@
 // capture, replay, and the eager rerun when another session's cache shows up.
 #include "kernels/cuda/cuda_backend.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -96,14 +98,19 @@ const char* RandomModelConfig(const std::string& name) {
 }
 
 // The model path of a test parameter: a fixture folder, or random:PATH for
-// a RandomModelConfig (written once into a temporary folder).
+// a RandomModelConfig, written once per process into a folder of its own
+// (ctest runs the test cases as parallel processes, so a shared file could
+// be read while another process rewrites it).
 std::string ModelPath(const std::string& name) {
   const char* config = RandomModelConfig(name);
   if (config == nullptr) return testing::FixturePath("models/" + name);
-  const fs::path dir = fs::temp_directory_path() / ("dynsparse_" + name);
-  fs::create_directories(dir);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("dynsparse_" + std::to_string(getpid()) + "_" + name);
   const fs::path file = dir / "config.json";
-  std::ofstream(file) << config;
+  if (!fs::exists(file)) {
+    fs::create_directories(dir);
+    std::ofstream(file) << config;
+  }
   return "random:" + file.string();
 }
 
