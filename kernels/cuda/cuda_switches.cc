@@ -46,6 +46,7 @@ constexpr OnOff kOnOff[] = {
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"GEMV_BOUNDS", nullptr},
+    {"GEMV_STAGE", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

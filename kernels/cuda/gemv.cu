@@ -56,6 +56,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/cuda/act.cuh"
+#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
 
@@ -94,6 +95,7 @@ struct GemvArgs {
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
+  int staged_groups;     // GemvStagedKernel: row groups a block stages.
   int batch;
   int64_t out;
   int64_t in;
@@ -436,6 +438,155 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
+// One-row GEMV whose blocks stage more row groups in shared memory
+// (GemvPlan::staged_groups). GemvVectorKernel holds only its first step's
+// loads in registers before the PDL wait, so a 4096x4096 projection is two
+// waves: the first streams while the previous kernel runs, the second only
+// after the first has finished. Here a block also copies `staged_groups`
+// further row groups with cp.async before the wait, so the whole matrix is in
+// flight while a latency-bound predecessor (decode attention) leaves HBM idle.
+// Each thread stages exactly the chunks it later reads, so the copies need a
+// wait but no barrier. Same sums in the same order as GemvVectorKernel.
+template <typename T, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    GemvStagedKernel(const GemvArgs a) {
+  constexpr int R = GemvTile<1>::kRows;
+  constexpr int U = GemvTile<1>::kUnroll;
+  extern __shared__ __align__(128) uint4 staged[];  // [slot-1][wr][R][chunks]
+  __shared__ float partial_sums[kWarps][R];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int wpr = a.warps_per_row;
+  const int wk = warp % wpr;
+  const int wr = warp / wpr;
+  const int groups_per_block = kWarps / wpr;
+  const int slots = 1 + a.staged_groups;
+  const int64_t chunks = a.in / kVec;
+  const int64_t step = static_cast<int64_t>(wpr) * 32;
+  const int64_t first = wk * 32 + lane;
+  const float4* x4 = reinterpret_cast<const float4*>(a.x);
+  // Slot 0's row group is held in registers, slots 1.. in shared memory.
+  const auto row_of = [&](int slot, int r) {
+    return ((static_cast<int64_t>(blockIdx.x) * slots + slot) *
+                groups_per_block +
+            wr) *
+               R +
+           r;
+  };
+  const auto weights = [&](int slot, int r) {
+    // Rows past the end re-read the last row; their results are dropped.
+    return static_cast<const uint4*>(a.w) +
+           min(row_of(slot, r), a.out - 1) * chunks;
+  };
+  const auto stage = [&](int slot, int r) {
+    return staged +
+           ((static_cast<int64_t>(slot - 1) * groups_per_block + wr) * R + r) *
+               chunks;
+  };
+  // acc[r] += w[r][chunk c] . x[chunk c] for the R rows of a group.
+  const auto fma_chunk = [&](const uint4(&packed)[R], int64_t c,
+                             float(&acc)[R]) {
+    const float4 xa = __ldg(x4 + 2 * c);
+    const float4 xb = __ldg(x4 + 2 * c + 1);
+    const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float wf[8];
+      Unpack8<T>(packed[r], wf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xv[j], acc[r]);
+    }
+  };
+  // Sums a slot's partial dot products over the warps that split K and
+  // stores its rows; every thread of the block calls it (barriers).
+  const auto finish = [&](int slot, float(&acc)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = WarpSum(acc[r]);
+    if (wpr == 1) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (lane == r && row_of(slot, r) < a.out) {
+          StoreResult(a, 1, 0, row_of(slot, r), acc[r]);
+        }
+      }
+      return;
+    }
+    if (lane < R) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (lane == r) partial_sums[warp][r] = acc[r];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x < groups_per_block * R) {
+      const int group = threadIdx.x / R;
+      const int r = threadIdx.x % R;
+      float sum = 0.0f;
+      for (int k = 0; k < wpr; ++k) sum += partial_sums[group * wpr + k][r];
+      const int64_t row = ((static_cast<int64_t>(blockIdx.x) * slots + slot) *
+                               groups_per_block +
+                           group) *
+                              R +
+                          r;
+      if (row < a.out) StoreResult(a, 1, 0, row, sum);
+    }
+    __syncthreads();  // partial_sums is reused by the next slot.
+  };
+
+  // Slot 0 walks K in steps of U loads a row, as GemvVectorKernel does; the
+  // first step's loads go out before the copies and the wait.
+  uint4 wv[U][R];
+  const auto load_step = [&](int64_t c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + u * step;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        wv[u][r] = c < chunks ? LoadStreaming(weights(0, r) + c)
+                              : make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+  };
+  load_step(first);
+  for (int slot = 1; slot < slots; ++slot) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint4* src = weights(slot, r);
+      uint4* dst = stage(slot, r);
+      for (int64_t c = first; c < chunks; c += step) {
+        CpAsync16(dst + c, src + c);
+      }
+    }
+  }
+  CpAsyncCommit();
+  PdlWait();
+
+  float acc[R] = {};
+  for (int64_t c0 = first;;) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + u * step;
+      if (c < chunks) fma_chunk(wv[u], c, acc);
+    }
+    c0 += U * step;
+    if (c0 >= chunks) break;
+    load_step(c0);
+  }
+  finish(0, acc);
+
+  CpAsyncWait<0>();
+  for (int slot = 1; slot < slots; ++slot) {
+    float sums[R] = {};
+    for (int64_t c = first; c < chunks; c += step) {
+      uint4 packed[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) packed[r] = stage(slot, r)[c];
+      fma_chunk(packed, c, sums);
+    }
+    finish(slot, sums);
+  }
+}
+
 // ---- Tensor-core path ----------------------------------------------------
 
 constexpr int kMmaWarps = 8;
@@ -662,25 +813,37 @@ constexpr int OccupancyBound() {
   return 7;
 }
 
-// Resident blocks per SM of `kernel` at `threads`, asked of the driver once
-// per (device, kernel, threads): PlanGemv runs before every eager GEMV, and
-// the query was 2-3 us of host time each (h200_run76's API trace).
+// Resident blocks per SM of `kernel` at `threads` and `smem` dynamic shared
+// bytes, asked of the driver once per (device, kernel, threads, smem):
+// PlanGemv runs before every eager GEMV, and the query was 2-3 us of host
+// time each (h200_run76's API trace).
 absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
-                                int threads) {
-  using Key = std::tuple<int, KernelFn, int>;
+                                int threads, int64_t smem = 0) {
+  using Key = std::tuple<int, KernelFn, int, int64_t>;
   static std::mutex mu;
   static auto* known = new std::map<Key, int>();  // never destroyed
-  const Key key{ctx.device(), kernel, threads};
+  const Key key{ctx.device(), kernel, threads, smem};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = known->find(key); it != known->end()) return it->second;
   }
   int blocks = 0;
   DS_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernel, threads, 0));
+      &blocks, kernel, threads, static_cast<size_t>(smem)));
   std::lock_guard<std::mutex> lock(mu);
   known->emplace(key, blocks);
   return blocks;
+}
+
+// GemvStagedKernel, bounded as the plain one-row kernel.
+KernelFn StagedKernel(DType dtype, bool bounded) {
+  constexpr int kBound = OccupancyBound<PlainInput>();
+  if (dtype == DType::kF16) {
+    return bounded ? GemvStagedKernel<__half, kBound>
+                   : GemvStagedKernel<__half>;
+  }
+  return bounded ? GemvStagedKernel<__nv_bfloat16, kBound>
+                 : GemvStagedKernel<__nv_bfloat16>;
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
@@ -898,11 +1061,70 @@ const char* GemvPathName(GemvPath path) {
 std::string GemvPlan::DebugString() const {
   return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
-                      " blocks=", grid_blocks,
+                      " blocks=", grid_blocks, " staged_groups=", staged_groups,
                       " resident_warps=", resident_warps);
 }
 
 namespace {
+
+// Dynamic shared memory a staged block may use without the opt-in attribute,
+// and the deepest staging PlanGemv tries.
+constexpr int64_t kMaxStagedBytes = 48 * 1024;
+constexpr int kMaxStagedGroups = 3;
+
+int64_t StagedBytes(const GemvPlan& plan, int64_t in, DType dtype) {
+  return int64_t{plan.staged_groups} * (kWarps / plan.warps_per_row) *
+         plan.rows_per_warp * in * DTypeSize(dtype);
+}
+
+// How many row groups a block of a one-row CUDA-core plan stages in shared
+// memory (GemvStagedKernel). Automatically only where the plain grid takes
+// more than one wave and a depth makes it one with a tenth of the slots to
+// spare (the predecessor whose tail it overlaps still holds some).
+absl::Status PlanStaging(const DeviceContext& ctx, const Tensor& w,
+                         int64_t batch, const GemvOptions& options, bool gated,
+                         int64_t resident_blocks, int64_t groups,
+                         GemvPlan* plan) {
+  const bool eligible = batch == 1 && plan->path == GemvPath::kCudaCore &&
+                        !options.norm.has_value() && !options.gated_pairs &&
+                        !gated && plan->k_splits == 1 && ctx.gemv_early_loads();
+  const bool forced = options.staged_groups > 0;
+  if (options.staged_groups == 0 ||
+      (!forced && (!eligible || !ctx.gemv_staging() ||
+                   plan->grid_blocks <= resident_blocks))) {
+    return absl::OkStatus();
+  }
+  if (!eligible) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "staged row groups need one row on the CUDA-core path without a fused "
+        "norm, gated pairs, a gate or a K split, and early loads; got w ",
+        w.DebugString(), ", plan ", plan->DebugString()));
+  }
+  const int64_t block_groups = kWarps / plan->warps_per_row;
+  const KernelFn kernel = StagedKernel(w.dtype(), ctx.gemv_occupancy_bounds());
+  for (int depth = forced ? options.staged_groups : 1;
+       depth <= (forced ? options.staged_groups : kMaxStagedGroups); ++depth) {
+    GemvPlan staged = *plan;
+    staged.staged_groups = depth;
+    const int64_t bytes = StagedBytes(staged, w.dim(1), w.dtype());
+    if (bytes > kMaxStagedBytes) break;
+    ASSIGN_OR_RETURN(const int per_sm,
+                     BlocksPerSm(ctx, kernel, kThreads, bytes));
+    const int64_t capacity = int64_t{per_sm} * ctx.sm_count();
+    staged.grid_blocks = CeilDiv(groups, block_groups * (1 + depth));
+    staged.resident_warps = static_cast<int>(capacity * kWarps);
+    if (forced || 10 * staged.grid_blocks <= 9 * capacity) {
+      *plan = staged;
+      return absl::OkStatus();
+    }
+  }
+  if (forced) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.staged_groups, " staged row groups of w ", w.DebugString(),
+        " need more than ", kMaxStagedBytes, " bytes of shared memory"));
+  }
+  return absl::OkStatus();
+}
 
 // PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
 absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
@@ -1047,6 +1269,8 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   plan.k_splits = static_cast<int>(
       std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
   plan.grid_blocks = CeilDiv(groups, kWarps / plan.warps_per_row);
+  RETURN_IF_ERROR(PlanStaging(ctx, w, batch, options, gate != nullptr,
+                              resident_blocks, groups, &plan));
   return plan;
 }
 
@@ -1135,6 +1359,7 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
+  args.staged_groups = plan.staged_groups;
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);
@@ -1151,7 +1376,9 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
   LaunchKernel(ctx.programmatic_launch(), kernel, grid,
-               dim3(ThreadsFor(plan.path)), 0, ctx.stream(), args);
+               dim3(ThreadsFor(plan.path)),
+               static_cast<size_t>(StagedBytes(plan, w.dim(1), w.dtype())),
+               ctx.stream(), args);
   RETURN_IF_ERROR(LastLaunchStatus(GemvPathName(plan.path)));
   if (plan.k_splits > 1) {
     const int64_t total = batch * out;
@@ -1186,8 +1413,11 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
   const KernelFn kernel =
-      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
-                     options.norm.has_value(), options.gated_pairs, nullptr);
+      plan.staged_groups > 0
+          ? StagedKernel(w.dtype(), ctx.gemv_occupancy_bounds())
+          : LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
+                           options.norm.has_value(), options.gated_pairs,
+                           nullptr);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 

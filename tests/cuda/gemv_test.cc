@@ -528,6 +528,109 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
   }
 }
 
+// Staged row groups (GemvStagedKernel) sum the same products in the same
+// order as the plain one-row kernel: the same bits at every depth, for 1, 2
+// and 4 warps a row, rows not a multiple of a block's, K of one and of
+// several steps, with bias, activation and the residual add; and the CPU
+// reference agrees.
+TEST_F(GemvTest, StagedRowsKeepTheBits) {
+  struct Case {
+    Shape2 shape;
+    int max_depth;
+  };
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const Case& c :
+         {Case{{4096, 4096}, 2}, Case{{1001, 4096}, 3}, Case{{333, 5120}, 2},
+          Case{{98, 2048}, 3}, Case{{97, 1024}, 3}}) {
+      const int64_t out = c.shape.out, in = c.shape.in;
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << out << "x"
+                                        << in << " " << SeedMessage());
+      const Tensor x = Upload(RandomHost({1, in}));
+      const Tensor w =
+          Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
+      const Tensor bias = Upload(RandomHost({out}));
+      const Tensor residual = RandomHost({1, out});
+      GemvOptions options;
+      options.accumulate = true;
+      options.activation = Activation::kRelu;
+      options.activation_from_row = out / 2;
+      const auto run = [&](int depth, GemvPlan* plan) {
+        options.staged_groups = depth;
+        absl::StatusOr<GemvPlan> planned = PlanGemv(ctx(), x, w, options);
+        EXPECT_TRUE(planned.ok()) << planned.status();
+        if (planned.ok()) *plan = *planned;
+        Tensor y = Upload(residual);
+        const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
+        EXPECT_TRUE(status.ok()) << status;
+        return Download(y);
+      };
+      GemvPlan plain_plan;
+      const std::vector<float> plain = run(0, &plain_plan);
+      EXPECT_EQ(plain_plan.staged_groups, 0);
+      EXPECT_EQ(CountNonFinite(plain), 0);
+      for (int depth = 1; depth <= c.max_depth; ++depth) {
+        SCOPED_TRACE(::testing::Message() << "depth " << depth);
+        GemvPlan plan;
+        EXPECT_EQ(run(depth, &plan), plain);
+        EXPECT_EQ(plan.staged_groups, depth);
+        EXPECT_EQ(plan.warps_per_row, plain_plan.warps_per_row);
+        EXPECT_LT(plan.grid_blocks, plain_plan.grid_blocks);
+      }
+    }
+    GemvOptions staged;
+    staged.staged_groups = 2;
+    GemvPlan plan;
+    EXPECT_LT(Check(1, {1001, 4096}, dtype, DType::kF32, true, staged, &plan),
+              kTolerance);
+    EXPECT_EQ(plan.staged_groups, 2);
+  }
+}
+
+// PlanGemv stages by itself only where the plain grid takes more than one
+// wave and staging makes it one (a 4096x4096 projection on an H200), not
+// when DeviceContext::gemv_staging is off, and never on what cannot stage.
+TEST_F(GemvTest, StagingIsPlannedWhereItMakesOneWave) {
+  const int64_t in = 4096;
+  const Tensor x = Upload(RandomHost({1, in}));
+  const Tensor x2 = Upload(RandomHost({2, in}));
+  const Tensor w =
+      Upload(RandomHost({4096, in}, DType::kF16, 1.0f / std::sqrt(float(in))));
+  const Tensor small = Upload(RandomHost({512, in}, DType::kF16));
+  GemvOptions never;
+  never.staged_groups = 0;
+  absl::StatusOr<GemvPlan> plain = PlanGemv(ctx(), x, w, never);
+  absl::StatusOr<GemvPlan> automatic = PlanGemv(ctx(), x, w);
+  ASSERT_TRUE(plain.ok() && automatic.ok());
+  std::cout << "4096x4096: plain " << plain->DebugString() << "; automatic "
+            << automatic->DebugString() << "\n";
+  const int64_t plain_resident = plain->resident_warps / 4;  // 4 warps a block
+  if (plain->grid_blocks > plain_resident) {
+    EXPECT_GE(automatic->staged_groups, 1);
+    EXPECT_LE(automatic->grid_blocks, automatic->resident_warps / 4);
+  }
+  absl::StatusOr<GemvPlan> one_wave = PlanGemv(ctx(), x, small);
+  ASSERT_TRUE(one_wave.ok());
+  EXPECT_EQ(one_wave->staged_groups, 0);  // Already one wave.
+  ctx().set_gemv_staging(false);
+  absl::StatusOr<GemvPlan> off = PlanGemv(ctx(), x, w);
+  ctx().set_gemv_staging(true);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->staged_groups, 0);
+
+  GemvOptions forced;
+  forced.staged_groups = 1;
+  EXPECT_EQ(PlanGemv(ctx(), x2, w, forced).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Two rows.
+  GemvOptions norm = forced;
+  norm.norm = GemvNorm{Upload(RandomHost({in}, DType::kF16)), Tensor(), 1e-5};
+  EXPECT_EQ(PlanGemv(ctx(), x, w, norm).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  GemvOptions deep;
+  deep.staged_groups = 4;  // 64 KiB of shared memory a block.
+  EXPECT_EQ(PlanGemv(ctx(), x, w, deep).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));

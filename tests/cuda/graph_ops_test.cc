@@ -2,6 +2,7 @@
 #include "kernels/cuda/graph_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "tests/cuda/cuda_test_util.h"
@@ -11,24 +12,37 @@ namespace {
 
 class GraphOpsTest : public testutil::CudaTest {};
 
+// Rows of 50000 and 32000 words take the float4 loads, 32001 (rows off
+// 16-byte boundaries) the scalar ones; a NaN never wins.
 TEST_F(GraphOpsTest, ArgmaxPicksTheLowestIndexOfTheMaximum) {
-  const int64_t rows = 5, cols = 50000;  // More columns than threads.
-  std::vector<float> x = RandomValues(rows * cols);
-  x[1 * cols + 7] = 100.f;  // A tie: the lower index wins.
-  x[1 * cols + 40000] = 100.f;
-  x[3 * cols + cols - 1] = 50.f;  // The last column.
-  const Tensor dx = Upload(Tensor::FromF32(x, {rows, cols}));
-  Tensor out = PoisonedDevice(DType::kI32, {rows});
-  ASSERT_TRUE(ArgmaxRows(ctx(), dx, out.data<int32_t>()).ok());
-  ASSERT_TRUE(ctx().Synchronize().ok());
-  absl::StatusOr<Tensor> host = ToHost(ctx(), out);
-  ASSERT_TRUE(host.ok()) << host.status();
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto begin = x.begin() + r * cols;
-    const int32_t want =
-        static_cast<int32_t>(std::max_element(begin, begin + cols) - begin);
-    EXPECT_EQ(host->data<int32_t>()[r], want)
-        << "row " << r << " " << SeedMessage();
+  for (int64_t cols : {50000, 32000, 32001}) {
+    SCOPED_TRACE(::testing::Message() << "cols " << cols);
+    const int64_t rows = 5;  // More columns than threads.
+    std::vector<float> x = RandomValues(rows * cols);
+    x[1 * cols + 7] = 100.f;  // A tie: the lower index wins.
+    x[1 * cols + 30000] = 100.f;
+    x[3 * cols + cols - 1] = 50.f;  // The last column.
+    x[4 * cols + 3] = std::nanf("");
+    x[4 * cols + 5] = 60.f;
+    const Tensor dx = Upload(Tensor::FromF32(x, {rows, cols}));
+    Tensor out = PoisonedDevice(DType::kI32, {rows});
+    ASSERT_TRUE(ArgmaxRows(ctx(), dx, out.data<int32_t>()).ok());
+    ASSERT_TRUE(ctx().Synchronize().ok());
+    absl::StatusOr<Tensor> host = ToHost(ctx(), out);
+    ASSERT_TRUE(host.ok()) << host.status();
+    const int32_t want[] = {-1, 7, -1, static_cast<int32_t>(cols - 1), 5};
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto begin = x.begin() + r * cols;
+      int32_t best = 0;
+      for (int64_t c = 1; c < cols; ++c) {
+        if (begin[c] > begin[best] || std::isnan(begin[best])) {
+          best = static_cast<int32_t>(c);
+        }
+      }
+      if (want[r] >= 0) EXPECT_EQ(best, want[r]) << "row " << r;
+      EXPECT_EQ(host->data<int32_t>()[r], best)
+          << "row " << r << " " << SeedMessage();
+    }
   }
 }
 
