@@ -49,6 +49,7 @@
 // from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -1069,7 +1070,7 @@ namespace {
 
 // Dynamic shared memory a staged block may use without the opt-in attribute,
 // and the deepest staging PlanGemv tries.
-constexpr int64_t kMaxStagedBytes = 48 * 1024;
+constexpr int64_t kMaxStagedBytes = 47 * 1024;  // Static arrays too.
 constexpr int kMaxStagedGroups = 3;
 
 int64_t StagedBytes(const GemvPlan& plan, int64_t in, DType dtype) {
@@ -1102,8 +1103,12 @@ absl::Status PlanStaging(const DeviceContext& ctx, const Tensor& w,
   }
   const int64_t block_groups = kWarps / plan->warps_per_row;
   const KernelFn kernel = StagedKernel(w.dtype(), ctx.gemv_occupancy_bounds());
+  // DS_EXPERIMENT (run 130, to be removed): the deepest automatic staging.
+  const char* max_depth_env = std::getenv("DS_EXPERIMENT_STAGE_DEPTH");
+  const int max_depth =
+      max_depth_env == nullptr ? kMaxStagedGroups : std::atoi(max_depth_env);
   for (int depth = forced ? options.staged_groups : 1;
-       depth <= (forced ? options.staged_groups : kMaxStagedGroups); ++depth) {
+       depth <= (forced ? options.staged_groups : max_depth); ++depth) {
     GemvPlan staged = *plan;
     staged.staged_groups = depth;
     const int64_t bytes = StagedBytes(staged, w.dim(1), w.dtype());
