@@ -46,7 +46,8 @@ absl::StatusOr<double> ParsedFlags::GetDouble(absl::string_view name) const {
 }
 
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
-                                       const std::vector<FlagSpec>& specs) {
+                                       const std::vector<FlagSpec>& specs,
+                                       Positional positional) {
   ParsedFlags parsed;
   for (const FlagSpec& spec : specs) {
     if (spec.kind == FlagKind::kValue) {
@@ -62,6 +63,12 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (positional == Positional::kNone) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unexpected argument '", arg,
+            "': this command takes only --flags (environment variables go "
+            "before the program name)"));
+      }
       parsed.positional_.push_back(arg);
       continue;
     }

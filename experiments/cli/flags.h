@@ -15,6 +15,11 @@ namespace dynsparse {
 
 enum class FlagKind { kSwitch, kValue, kRepeated };
 
+// Whether a command takes arguments that are not flags (run's config file,
+// report's folders). Where it takes none, a stray word is an error: a
+// "VAR=value" meant for the environment must not be dropped silently.
+enum class Positional { kNone, kAllowed };
+
 struct FlagSpec {
   std::string name;  // Without the leading "--".
   FlagKind kind = FlagKind::kValue;
@@ -35,15 +40,17 @@ class ParsedFlags {
 
  private:
   friend absl::StatusOr<ParsedFlags> ParseFlags(
-      const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
+      const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
+      Positional positional);
   std::map<std::string, std::vector<std::string>, std::less<>> values_;
   std::map<std::string, std::string, std::less<>> defaults_;
   std::vector<std::string> positional_;
 };
 
 // Accepts "--name value", "--name=value" and bare "--switch".
-absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
-                                       const std::vector<FlagSpec>& specs);
+absl::StatusOr<ParsedFlags> ParseFlags(
+    const std::vector<std::string>& args, const std::vector<FlagSpec>& specs,
+    Positional positional = Positional::kNone);
 
 // "  --name VALUE   help (default: x)" lines for a command's usage text.
 std::string FlagsHelp(const std::vector<FlagSpec>& specs);

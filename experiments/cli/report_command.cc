@@ -61,7 +61,7 @@ int RunReport(const CommandArgs& args) {
                      specs);
     return 0;
   }
-  auto flags = ParseFlags(args, specs);
+  auto flags = ParseFlags(args, specs, Positional::kAllowed);
   if (!flags.ok()) return ReportError("report", flags.status());
   const std::vector<std::string>& dirs = flags->positional();
   if (dirs.empty()) {

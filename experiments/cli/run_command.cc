@@ -166,7 +166,7 @@ int RunRun(const CommandArgs& args) {
         specs);
     return 0;
   }
-  auto flags = ParseFlags(args, specs);
+  auto flags = ParseFlags(args, specs, Positional::kAllowed);
   if (!flags.ok()) return ReportError("run", flags.status());
   if (flags->positional().size() != 1) {
     return ReportError("run", absl::InvalidArgumentError(

@@ -1218,8 +1218,6 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
           ClusterLaunchConfig(grid, dim3(kThreads), 0, ctx.stream(),
                               static_cast<unsigned>(a.chunks),
                               ctx.programmatic_launch(), attributes);
-      ExperimentCarveout(reinterpret_cast<const void*>(
-          DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>));
       DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
           &config, DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>, a));
       return LastLaunchStatus("DecodeAttentionClusterKernel");

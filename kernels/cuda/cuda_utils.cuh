@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "core/dtype.h"
@@ -100,23 +99,9 @@ __device__ __forceinline__ void PdlWait() {
 #endif
 }
 
-// DS_EXPERIMENT (run 130, to be removed): DS_EXPERIMENT_CARVEOUT=percent sets
-// every decode kernel's preferred shared-memory carveout.
-inline void ExperimentCarveout(const void* fn) {
-  static const int percent = [] {
-    const char* v = std::getenv("DS_EXPERIMENT_CARVEOUT");
-    return v == nullptr ? -2 : std::atoi(v);
-  }();
-  if (percent >= -1) {
-    (void)cudaFuncSetAttribute(
-        fn, cudaFuncAttributePreferredSharedMemoryCarveout, percent);
-  }
-}
-
 template <typename... Params, typename... Args>
 void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
                   size_t smem, cudaStream_t stream, Args... args) {
-  ExperimentCarveout(reinterpret_cast<const void*>(kernel));
   if (!pdl) {
     kernel<<<grid, block, smem, stream>>>(args...);
     return;

@@ -52,12 +52,12 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/cuda/act.cuh"
-#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
 
@@ -69,11 +69,15 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 8;  // Halves per 16-byte load.
 
 // Rows per warp and loads in flight per row, by batch (see the top comment).
-template <int B>
+// kLongRows (one row, K of 513..1408 chunks): one row a warp with 11 loads a
+// lane, so 4 warps cover a row like Llama-2-7B's down projection (1376
+// chunks) in one step instead of three.
+template <int B, bool kLongRows = false>
 struct GemvTile {
-  static constexpr int kRows = B <= 4 ? 2 : 4;
-  static constexpr int kUnroll = B <= 4 ? 4 : 2;
+  static constexpr int kRows = kLongRows ? 1 : B <= 4 ? 2 : 4;
+  static constexpr int kUnroll = kLongRows ? 11 : B <= 4 ? 4 : 2;
 };
+constexpr int kLongRowUnroll = GemvTile<1, true>::kUnroll;
 
 int RowsPerWarp(int64_t batch) { return batch <= 4 ? 2 : 4; }
 int UnrollFor(int64_t batch) { return batch <= 4 ? 4 : 2; }
@@ -96,7 +100,6 @@ struct GemvArgs {
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
-  int staged_groups;     // GemvStagedKernel: row groups a block stages.
   int batch;
   int64_t out;
   int64_t in;
@@ -272,7 +275,7 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
 // blocks an SM (OccupancyBound).
 template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
-          int kMinBlocks = 1>
+          int kMinBlocks = 1, bool kLongRows = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
@@ -281,8 +284,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // instead of starting only once it has finished.
   bool waited = !a.early_loads;
   if (waited) PdlWait();
-  constexpr int R = GemvTile<B>::kRows;
-  constexpr int U = GemvTile<B>::kUnroll;
+  constexpr int R = GemvTile<B, kLongRows>::kRows;
+  constexpr int U = GemvTile<B, kLongRows>::kUnroll;
   __shared__ float partial_sums[kWarps][R * B];
   __shared__ XStats partial_stats[kWarps];
   XStats stats;
@@ -320,7 +323,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     const float4* x4 = reinterpret_cast<const float4*>(a.x);
     const int64_t x4_row = a.in / 4;  // float4s per x row.
-    const int64_t step = static_cast<int64_t>(wpr) * 32;
+    // Long rows always have kWarps warps a row: a constant step keeps the
+    // eleven load addresses one register pair plus offsets.
+    const int64_t step =
+        kLongRows ? kWarps * 32 : static_cast<int64_t>(wpr) * 32;
     for (int64_t c0 = chunk_begin + wk * 32 + lane; c0 < chunk_end;
          c0 += step * U) {
       // All weight loads of this step first: kRows x kUnroll in flight.
@@ -436,155 +442,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           i / B;
       if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
     }
-  }
-}
-
-// One-row GEMV whose blocks stage more row groups in shared memory
-// (GemvPlan::staged_groups). GemvVectorKernel holds only its first step's
-// loads in registers before the PDL wait, so a 4096x4096 projection is two
-// waves: the first streams while the previous kernel runs, the second only
-// after the first has finished. Here a block also copies `staged_groups`
-// further row groups with cp.async before the wait, so the whole matrix is in
-// flight while a latency-bound predecessor (decode attention) leaves HBM idle.
-// Each thread stages exactly the chunks it later reads, so the copies need a
-// wait but no barrier. Same sums in the same order as GemvVectorKernel.
-template <typename T, int kMinBlocks = 1>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    GemvStagedKernel(const GemvArgs a) {
-  constexpr int R = GemvTile<1>::kRows;
-  constexpr int U = GemvTile<1>::kUnroll;
-  extern __shared__ __align__(128) uint4 staged[];  // [slot-1][wr][R][chunks]
-  __shared__ float partial_sums[kWarps][R];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int wpr = a.warps_per_row;
-  const int wk = warp % wpr;
-  const int wr = warp / wpr;
-  const int groups_per_block = kWarps / wpr;
-  const int slots = 1 + a.staged_groups;
-  const int64_t chunks = a.in / kVec;
-  const int64_t step = static_cast<int64_t>(wpr) * 32;
-  const int64_t first = wk * 32 + lane;
-  const float4* x4 = reinterpret_cast<const float4*>(a.x);
-  // Slot 0's row group is held in registers, slots 1.. in shared memory.
-  const auto row_of = [&](int slot, int r) {
-    return ((static_cast<int64_t>(blockIdx.x) * slots + slot) *
-                groups_per_block +
-            wr) *
-               R +
-           r;
-  };
-  const auto weights = [&](int slot, int r) {
-    // Rows past the end re-read the last row; their results are dropped.
-    return static_cast<const uint4*>(a.w) +
-           min(row_of(slot, r), a.out - 1) * chunks;
-  };
-  const auto stage = [&](int slot, int r) {
-    return staged +
-           ((static_cast<int64_t>(slot - 1) * groups_per_block + wr) * R + r) *
-               chunks;
-  };
-  // acc[r] += w[r][chunk c] . x[chunk c] for the R rows of a group.
-  const auto fma_chunk = [&](const uint4(&packed)[R], int64_t c,
-                             float(&acc)[R]) {
-    const float4 xa = __ldg(x4 + 2 * c);
-    const float4 xb = __ldg(x4 + 2 * c + 1);
-    const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float wf[8];
-      Unpack8<T>(packed[r], wf);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[r] = fmaf(wf[j], xv[j], acc[r]);
-    }
-  };
-  // Sums a slot's partial dot products over the warps that split K and
-  // stores its rows; every thread of the block calls it (barriers).
-  const auto finish = [&](int slot, float(&acc)[R]) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = WarpSum(acc[r]);
-    if (wpr == 1) {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (lane == r && row_of(slot, r) < a.out) {
-          StoreResult(a, 1, 0, row_of(slot, r), acc[r]);
-        }
-      }
-      return;
-    }
-    if (lane < R) {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (lane == r) partial_sums[warp][r] = acc[r];
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x < groups_per_block * R) {
-      const int group = threadIdx.x / R;
-      const int r = threadIdx.x % R;
-      float sum = 0.0f;
-      for (int k = 0; k < wpr; ++k) sum += partial_sums[group * wpr + k][r];
-      const int64_t row = ((static_cast<int64_t>(blockIdx.x) * slots + slot) *
-                               groups_per_block +
-                           group) *
-                              R +
-                          r;
-      if (row < a.out) StoreResult(a, 1, 0, row, sum);
-    }
-    __syncthreads();  // partial_sums is reused by the next slot.
-  };
-
-  // Slot 0 walks K in steps of U loads a row, as GemvVectorKernel does; the
-  // first step's loads go out before the copies and the wait.
-  uint4 wv[U][R];
-  const auto load_step = [&](int64_t c0) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t c = c0 + u * step;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        wv[u][r] = c < chunks ? LoadStreaming(weights(0, r) + c)
-                              : make_uint4(0u, 0u, 0u, 0u);
-      }
-    }
-  };
-  load_step(first);
-  for (int slot = 1; slot < slots; ++slot) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const uint4* src = weights(slot, r);
-      uint4* dst = stage(slot, r);
-      for (int64_t c = first; c < chunks; c += step) {
-        CpAsync16(dst + c, src + c);
-      }
-    }
-  }
-  CpAsyncCommit();
-  PdlWait();
-
-  float acc[R] = {};
-  for (int64_t c0 = first;;) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t c = c0 + u * step;
-      if (c < chunks) fma_chunk(wv[u], c, acc);
-    }
-    c0 += U * step;
-    if (c0 >= chunks) break;
-    load_step(c0);
-  }
-  finish(0, acc);
-
-  CpAsyncWait<0>();
-  for (int slot = 1; slot < slots; ++slot) {
-    float sums[R] = {};
-    for (int64_t c = first; c < chunks; c += step) {
-      uint4 packed[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) packed[r] = stage(slot, r)[c];
-      fma_chunk(packed, c, sums);
-    }
-    finish(slot, sums);
   }
 }
 
@@ -814,37 +671,25 @@ constexpr int OccupancyBound() {
   return 7;
 }
 
-// Resident blocks per SM of `kernel` at `threads` and `smem` dynamic shared
-// bytes, asked of the driver once per (device, kernel, threads, smem):
-// PlanGemv runs before every eager GEMV, and the query was 2-3 us of host
-// time each (h200_run76's API trace).
+// Resident blocks per SM of `kernel` at `threads`, asked of the driver once
+// per (device, kernel, threads): PlanGemv runs before every eager GEMV, and
+// the query was 2-3 us of host time each (h200_run76's API trace).
 absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
-                                int threads, int64_t smem = 0) {
-  using Key = std::tuple<int, KernelFn, int, int64_t>;
+                                int threads) {
+  using Key = std::tuple<int, KernelFn, int>;
   static std::mutex mu;
   static auto* known = new std::map<Key, int>();  // never destroyed
-  const Key key{ctx.device(), kernel, threads, smem};
+  const Key key{ctx.device(), kernel, threads};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = known->find(key); it != known->end()) return it->second;
   }
   int blocks = 0;
   DS_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernel, threads, static_cast<size_t>(smem)));
+      &blocks, kernel, threads, 0));
   std::lock_guard<std::mutex> lock(mu);
   known->emplace(key, blocks);
   return blocks;
-}
-
-// GemvStagedKernel, bounded as the plain one-row kernel.
-KernelFn StagedKernel(DType dtype, bool bounded) {
-  constexpr int kBound = OccupancyBound<PlainInput>();
-  if (dtype == DType::kF16) {
-    return bounded ? GemvStagedKernel<__half, kBound>
-                   : GemvStagedKernel<__half>;
-  }
-  return bounded ? GemvStagedKernel<__nv_bfloat16, kBound>
-                 : GemvStagedKernel<__nv_bfloat16>;
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
@@ -852,6 +697,15 @@ template <typename T, typename XIn, bool kPairs = false>
 KernelFn OneRowKernel(bool bounded) {
   return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
                  : GemvVectorKernel<T, 1, XIn, kPairs>;
+}
+
+// The plain one-row kernel with the long-row tile (GemvPlan::long_rows): 44
+// registers of loads, so it fits 7 blocks an SM (70 registers, no spill)
+// where the standard one fits 8.
+template <typename T>
+KernelFn LongRowKernel(bool bounded) {
+  return bounded ? GemvVectorKernel<T, 1, PlainInput, false, 7, true>
+                 : GemvVectorKernel<T, 1, PlainInput, false, 1, true>;
 }
 
 // The one-row CUDA-core kernel with a fused norm and/or gated pairs.
@@ -988,8 +842,12 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
-                        const std::optional<Activation>* gate) {
+                        const std::optional<Activation>* gate, bool long_rows) {
   const bool bounded = ctx.gemv_occupancy_bounds();
+  if (long_rows) {
+    return dtype == DType::kF16 ? LongRowKernel<__half>(bounded)
+                                : LongRowKernel<__nv_bfloat16>(bounded);
+  }
   if (gate != nullptr) {
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
@@ -1062,74 +920,11 @@ const char* GemvPathName(GemvPath path) {
 std::string GemvPlan::DebugString() const {
   return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
-                      " blocks=", grid_blocks, " staged_groups=", staged_groups,
+                      " blocks=", grid_blocks, long_rows ? " long_rows" : "",
                       " resident_warps=", resident_warps);
 }
 
 namespace {
-
-// Dynamic shared memory a staged block may use without the opt-in attribute,
-// and the deepest staging PlanGemv tries.
-constexpr int64_t kMaxStagedBytes = 47 * 1024;  // Static arrays too.
-constexpr int kMaxStagedGroups = 3;
-
-int64_t StagedBytes(const GemvPlan& plan, int64_t in, DType dtype) {
-  return int64_t{plan.staged_groups} * (kWarps / plan.warps_per_row) *
-         plan.rows_per_warp * in * DTypeSize(dtype);
-}
-
-// How many row groups a block of a one-row CUDA-core plan stages in shared
-// memory (GemvStagedKernel). Automatically only where the plain grid takes
-// more than one wave and a depth makes it one with a tenth of the slots to
-// spare (the predecessor whose tail it overlaps still holds some).
-absl::Status PlanStaging(const DeviceContext& ctx, const Tensor& w,
-                         int64_t batch, const GemvOptions& options, bool gated,
-                         int64_t resident_blocks, int64_t groups,
-                         GemvPlan* plan) {
-  const bool eligible = batch == 1 && plan->path == GemvPath::kCudaCore &&
-                        !options.norm.has_value() && !options.gated_pairs &&
-                        !gated && plan->k_splits == 1 && ctx.gemv_early_loads();
-  const bool forced = options.staged_groups > 0;
-  if (options.staged_groups == 0 ||
-      (!forced && (!eligible || !ctx.gemv_staging() ||
-                   plan->grid_blocks <= resident_blocks))) {
-    return absl::OkStatus();
-  }
-  if (!eligible) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "staged row groups need one row on the CUDA-core path without a fused "
-        "norm, gated pairs, a gate or a K split, and early loads; got w ",
-        w.DebugString(), ", plan ", plan->DebugString()));
-  }
-  const int64_t block_groups = kWarps / plan->warps_per_row;
-  const KernelFn kernel = StagedKernel(w.dtype(), ctx.gemv_occupancy_bounds());
-  // DS_EXPERIMENT (run 130, to be removed): the deepest automatic staging.
-  const char* max_depth_env = std::getenv("DS_EXPERIMENT_STAGE_DEPTH");
-  const int max_depth =
-      max_depth_env == nullptr ? kMaxStagedGroups : std::atoi(max_depth_env);
-  for (int depth = forced ? options.staged_groups : 1;
-       depth <= (forced ? options.staged_groups : max_depth); ++depth) {
-    GemvPlan staged = *plan;
-    staged.staged_groups = depth;
-    const int64_t bytes = StagedBytes(staged, w.dim(1), w.dtype());
-    if (bytes > kMaxStagedBytes) break;
-    ASSIGN_OR_RETURN(const int per_sm,
-                     BlocksPerSm(ctx, kernel, kThreads, bytes));
-    const int64_t capacity = int64_t{per_sm} * ctx.sm_count();
-    staged.grid_blocks = CeilDiv(groups, block_groups * (1 + depth));
-    staged.resident_warps = static_cast<int>(capacity * kWarps);
-    if (forced || 10 * staged.grid_blocks <= 9 * capacity) {
-      *plan = staged;
-      return absl::OkStatus();
-    }
-  }
-  if (forced) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        options.staged_groups, " staged row groups of w ", w.DebugString(),
-        " need more than ", kMaxStagedBytes, " bytes of shared memory"));
-  }
-  return absl::OkStatus();
-}
 
 // PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
 absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
@@ -1183,9 +978,15 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
                      "), an activation from row out / 2 and no accumulate"));
   }
+  plan.long_rows =
+      ctx.gemv_long_rows() && batch == 1 && plan.path == GemvPath::kCudaCore &&
+      !options.norm.has_value() && !options.gated_pairs && gate == nullptr &&
+      options.warps_per_row == 0 && options.k_splits <= 1 &&
+      chunks > int64_t{kWarps} * 32 * UnrollFor(1) &&
+      chunks <= int64_t{kWarps} * 32 * kLongRowUnroll;
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
-                     options.gated_pairs, gate);
+                     options.gated_pairs, gate, plan.long_rows);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -1233,11 +1034,13 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   }
 
   // CUDA-core path.
-  plan.rows_per_warp = RowsPerWarp(batch);
-  const int unroll = UnrollFor(batch);
+  plan.rows_per_warp = plan.long_rows ? 1 : RowsPerWarp(batch);
+  const int unroll = plan.long_rows ? kLongRowUnroll : UnrollFor(batch);
   const int64_t groups = CeilDiv(out, plan.rows_per_warp);
   const int64_t k_steps = CeilDiv(chunks, 32);  // 32-lane steps along K.
-  if (options.warps_per_row != 0) {
+  if (plan.long_rows) {
+    plan.warps_per_row = kWarps;  // The whole row in one step.
+  } else if (options.warps_per_row != 0) {
     const int f = options.warps_per_row;
     if (f != 1 && f != 2 && f != 4) {
       return absl::InvalidArgumentError(
@@ -1274,8 +1077,6 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   plan.k_splits = static_cast<int>(
       std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
   plan.grid_blocks = CeilDiv(groups, kWarps / plan.warps_per_row);
-  RETURN_IF_ERROR(PlanStaging(ctx, w, batch, options, gate != nullptr,
-                              resident_blocks, groups, &plan));
   return plan;
 }
 
@@ -1364,7 +1165,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
-  args.staged_groups = plan.staged_groups;
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);
@@ -1381,9 +1181,7 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
   LaunchKernel(ctx.programmatic_launch(), kernel, grid,
-               dim3(ThreadsFor(plan.path)),
-               static_cast<size_t>(StagedBytes(plan, w.dim(1), w.dtype())),
-               ctx.stream(), args);
+               dim3(ThreadsFor(plan.path)), 0, ctx.stream(), args);
   RETURN_IF_ERROR(LastLaunchStatus(GemvPathName(plan.path)));
   if (plan.k_splits > 1) {
     const int64_t total = batch * out;
@@ -1417,12 +1215,9 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  const KernelFn kernel =
-      plan.staged_groups > 0
-          ? StagedKernel(w.dtype(), ctx.gemv_occupancy_bounds())
-          : LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
-                           options.norm.has_value(), options.gated_pairs,
-                           nullptr);
+  const KernelFn kernel = LaunchedKernel(
+      ctx, w.dtype(), x.dim(0), plan.path, options.norm.has_value(),
+      options.gated_pairs, nullptr, plan.long_rows);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
@@ -1451,7 +1246,7 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   options.path = GemvPath::kCudaCore;
   options.accumulate = accumulate;
   const KernelFn kernel = LaunchedKernel(ctx, w.dtype(), 1, GemvPath::kCudaCore,
-                                         false, false, &activation);
+                                         false, false, &activation, false);
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }

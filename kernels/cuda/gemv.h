@@ -48,10 +48,9 @@ struct GemvPlan {
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
-  // Row groups each block also copies into shared memory before its PDL
-  // wait, so the whole matrix streams in one wave (gemv.cu,
-  // GemvStagedKernel); 0 for every other kernel.
-  int staged_groups = 0;
+  // One row a warp with 11 loads a lane in flight, so 4 warps take a row of
+  // up to 11264 elements in one step (gemv.cu GemvTile).
+  bool long_rows = false;
 
   std::string DebugString() const;
 };
@@ -96,12 +95,6 @@ struct GemvOptions {
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
   // down projection reads.
   bool gated_pairs = false;
-  // Row groups a one-row CUDA-core block stages in shared memory before its
-  // PDL wait (GemvPlan::staged_groups). -1: PlanGemv stages where that makes
-  // a grid of more than one wave fit in one (a 4096x4096 projection on an
-  // H200) and DeviceContext::gemv_staging allows it; 0: never; k >= 1: k
-  // (an InvalidArgument error where the plan cannot stage).
-  int staged_groups = -1;
 };
 
 // The plan Gemv would run for these operands (validates them too).

@@ -305,9 +305,13 @@ LIST
   while read -r args; do
     [[ -z "$args" || "$args" == \#* ]] && continue
     echo "== dynsparse-bench $args" >>"$OUT/bench.log"
-    # A leading VAR=value word sets that environment variable for the run.
+    # Leading VAR=value words set those environment variables for the run.
     pre=()
-    [[ "${args%% *}" == *=* ]] && { pre=("${args%% *}"); args="${args#* }"; }
+    while [[ "$args" == *" "* && "${args%% *}" == *=* &&
+             "${args%% *}" != -* ]]; do
+      pre+=("${args%% *}")
+      args="${args#* }"
+    done
     # shellcheck disable=SC2086
     if ! timeout 180 env "${pre[@]}" "$mbench" $args --json \
         >>"$OUT/bench.jsonl" 2>>"$OUT/bench.log"; then

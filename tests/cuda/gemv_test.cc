@@ -528,107 +528,69 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
   }
 }
 
-// Staged row groups (GemvStagedKernel) sum the same products in the same
-// order as the plain one-row kernel: the same bits at every depth, for 1, 2
-// and 4 warps a row, rows not a multiple of a block's, K of one and of
-// several steps, with bias, activation and the residual add; and the CPU
-// reference agrees.
-TEST_F(GemvTest, StagedRowsKeepTheBits) {
-  struct Case {
-    Shape2 shape;
-    int max_depth;
-  };
+// Long rows (GemvPlan::long_rows) walk each lane's chunks in the same order
+// as the standard tile, in one step instead of two or three: the same bits,
+// with bias, activation and the residual add, for K of 2 and 3 standard
+// steps; only plain one-row GEMVs of 513..1408 chunks take them.
+TEST_F(GemvTest, LongRowsKeepTheBits) {
   for (DType dtype : {DType::kBF16, DType::kF16}) {
-    for (const Case& c :
-         {Case{{4096, 4096}, 2}, Case{{1001, 4096}, 2}, Case{{333, 5120}, 2},
-          Case{{98, 2048}, 2}, Case{{97, 1024}, 2}, Case{{45, 1000}, 3}}) {
-      const int64_t out = c.shape.out, in = c.shape.in;
-      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << out << "x"
-                                        << in << " " << SeedMessage());
-      const Tensor x = Upload(RandomHost({1, in}));
-      const Tensor w =
-          Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
-      const Tensor bias = Upload(RandomHost({out}));
-      const Tensor residual = RandomHost({1, out});
+    for (const Shape2 shape :
+         {Shape2{4096, 11008}, Shape2{333, 5120}, Shape2{77, 11264}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << DTypeName(dtype) << " " << shape.out << "x" << shape.in
+                   << " " << SeedMessage());
+      const Tensor x = Upload(RandomHost({1, shape.in}));
+      const Tensor w = Upload(RandomHost({shape.out, shape.in}, dtype,
+                                         1.0f / std::sqrt(float(shape.in))));
+      const Tensor bias = Upload(RandomHost({shape.out}));
+      const Tensor residual = RandomHost({1, shape.out});
       GemvOptions options;
       options.accumulate = true;
       options.activation = Activation::kRelu;
-      options.activation_from_row = out / 2;
-      const auto run = [&](int depth, GemvPlan* plan) {
-        options.staged_groups = depth;
-        absl::StatusOr<GemvPlan> planned = PlanGemv(ctx(), x, w, options);
-        EXPECT_TRUE(planned.ok()) << planned.status();
-        if (planned.ok()) *plan = *planned;
+      options.activation_from_row = shape.out / 2;
+      std::vector<float> got[2];
+      for (bool long_rows : {false, true}) {
+        ctx().set_gemv_long_rows(long_rows);
+        absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        EXPECT_EQ(plan->long_rows, long_rows);
         Tensor y = Upload(residual);
         const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
-        EXPECT_TRUE(status.ok()) << status;
-        return Download(y);
-      };
-      GemvPlan plain_plan;
-      const std::vector<float> plain = run(0, &plain_plan);
-      EXPECT_EQ(plain_plan.staged_groups, 0);
-      EXPECT_EQ(CountNonFinite(plain), 0);
-      for (int depth = 1; depth <= c.max_depth; ++depth) {
-        SCOPED_TRACE(::testing::Message() << "depth " << depth);
-        GemvPlan plan;
-        EXPECT_EQ(run(depth, &plan), plain);
-        EXPECT_EQ(plan.staged_groups, depth);
-        EXPECT_EQ(plan.warps_per_row, plain_plan.warps_per_row);
-        EXPECT_LT(plan.grid_blocks, plain_plan.grid_blocks);
+        ASSERT_TRUE(status.ok()) << status;
+        got[long_rows] = Download(y);
       }
+      EXPECT_EQ(CountNonFinite(got[1]), 0);
+      EXPECT_EQ(got[0], got[1]);
     }
-    GemvOptions staged;
-    staged.staged_groups = 2;
     GemvPlan plan;
-    EXPECT_LT(Check(1, {1001, 4096}, dtype, DType::kF32, true, staged, &plan),
+    EXPECT_LT(Check(1, {4096, 11008}, dtype, DType::kF32, true, {}, &plan),
               kTolerance);
-    EXPECT_EQ(plan.staged_groups, 2);
+    EXPECT_TRUE(plan.long_rows);
   }
-}
-
-// PlanGemv stages by itself only where the plain grid takes more than one
-// wave and staging makes it one (a 4096x4096 projection on an H200), not
-// when DeviceContext::gemv_staging is off, and never on what cannot stage.
-TEST_F(GemvTest, StagingIsPlannedWhereItMakesOneWave) {
-  const int64_t in = 4096;
-  const Tensor x = Upload(RandomHost({1, in}));
-  const Tensor x2 = Upload(RandomHost({2, in}));
-  const Tensor w =
-      Upload(RandomHost({4096, in}, DType::kF16, 1.0f / std::sqrt(float(in))));
-  const Tensor small = Upload(RandomHost({512, in}, DType::kF16));
-  GemvOptions never;
-  never.staged_groups = 0;
-  absl::StatusOr<GemvPlan> plain = PlanGemv(ctx(), x, w, never);
-  absl::StatusOr<GemvPlan> automatic = PlanGemv(ctx(), x, w);
-  ASSERT_TRUE(plain.ok() && automatic.ok());
-  std::cout << "4096x4096: plain " << plain->DebugString() << "; automatic "
-            << automatic->DebugString() << "\n";
-  const int64_t plain_resident = plain->resident_warps / 4;  // 4 warps a block
-  if (plain->grid_blocks > plain_resident) {
-    EXPECT_GE(automatic->staged_groups, 1);
-    EXPECT_LE(automatic->grid_blocks, automatic->resident_warps / 4);
+  const Tensor x = Upload(RandomHost({1, 4096}));
+  const Tensor x_long = Upload(RandomHost({1, 11008}));
+  const Tensor x_wide = Upload(RandomHost({1, 16384}));
+  const Tensor x2 = Upload(RandomHost({2, 11008}));
+  const Tensor w = Upload(RandomHost({64, 4096}, DType::kF16));
+  const Tensor w_wide = Upload(RandomHost({64, 16384}, DType::kF16));
+  const Tensor w_long = Upload(RandomHost({64, 11008}, DType::kF16));
+  GemvOptions norm;
+  norm.norm =
+      GemvNorm{Upload(RandomHost({11008}, DType::kF16)), Tensor(), 1e-5};
+  struct Case {
+    const char* name;
+    absl::StatusOr<GemvPlan> plan;
+  };
+  const Case cases[] = {
+      {"one step already", PlanGemv(ctx(), x, w)},
+      {"more than one long step", PlanGemv(ctx(), x_wide, w_wide)},
+      {"two rows", PlanGemv(ctx(), x2, w_long)},
+      {"fused norm", PlanGemv(ctx(), x_long, w_long, norm)},
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.plan.ok()) << c.name << ": " << c.plan.status();
+    EXPECT_FALSE(c.plan->long_rows) << c.name;
   }
-  absl::StatusOr<GemvPlan> one_wave = PlanGemv(ctx(), x, small);
-  ASSERT_TRUE(one_wave.ok());
-  EXPECT_EQ(one_wave->staged_groups, 0);  // Already one wave.
-  ctx().set_gemv_staging(false);
-  absl::StatusOr<GemvPlan> off = PlanGemv(ctx(), x, w);
-  ctx().set_gemv_staging(true);
-  ASSERT_TRUE(off.ok());
-  EXPECT_EQ(off->staged_groups, 0);
-
-  GemvOptions forced;
-  forced.staged_groups = 1;
-  EXPECT_EQ(PlanGemv(ctx(), x2, w, forced).status().code(),
-            absl::StatusCode::kInvalidArgument);  // Two rows.
-  GemvOptions norm = forced;
-  norm.norm = GemvNorm{Upload(RandomHost({in}, DType::kF16)), Tensor(), 1e-5};
-  EXPECT_EQ(PlanGemv(ctx(), x, w, norm).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  GemvOptions deep;
-  deep.staged_groups = 3;  // 48 KiB of shared memory a block.
-  EXPECT_EQ(PlanGemv(ctx(), x, w, deep).status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {

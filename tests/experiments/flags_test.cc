@@ -15,7 +15,7 @@ const std::vector<FlagSpec> kSpecs = {
 TEST(FlagsTest, ParsesValuesSwitchesAndRepeats) {
   auto flags = ParseFlags({"--model", "m", "--json", "--method-arg=a=1",
                            "--method-arg", "b=2", "extra"},
-                          kSpecs);
+                          kSpecs, Positional::kAllowed);
   ASSERT_TRUE(flags.ok()) << flags.status();
   EXPECT_EQ(flags->Get("model"), "m");
   EXPECT_TRUE(flags->Has("json"));
@@ -23,6 +23,18 @@ TEST(FlagsTest, ParsesValuesSwitchesAndRepeats) {
             (std::vector<std::string>{"a=1", "b=2"}));
   EXPECT_EQ(*flags->GetInt("context"), 1024);  // The default.
   EXPECT_EQ(flags->positional(), (std::vector<std::string>{"extra"}));
+}
+
+// A command without positional arguments rejects a stray word, such as an
+// environment assignment placed after the program name.
+TEST(FlagsTest, StrayWordsAreErrorsWhereNoneAreTaken) {
+  auto flags = ParseFlags({"DYNSPARSE_CUDA_PDL=0", "--model", "m"}, kSpecs);
+  ASSERT_FALSE(flags.ok());
+  EXPECT_EQ(flags.status().message(),
+            "unexpected argument 'DYNSPARSE_CUDA_PDL=0': this command takes "
+            "only --flags (environment variables go before the program name)");
+  // A flag's value is not a stray word.
+  EXPECT_TRUE(ParseFlags({"--model", "m=1"}, kSpecs).ok());
 }
 
 TEST(FlagsTest, UnknownFlagListsValidOnes) {
