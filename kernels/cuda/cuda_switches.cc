@@ -46,7 +46,6 @@ constexpr OnOff kOnOff[] = {
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"GEMV_BOUNDS", nullptr},
-    {"GEMV_LONG_ROWS", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

@@ -145,9 +145,6 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   const char* bounds = std::getenv("DYNSPARSE_CUDA_GEMV_BOUNDS");
   ctx->set_gemv_occupancy_bounds(bounds == nullptr ||
                                  std::string(bounds) != "0");
-  const char* long_rows = std::getenv("DYNSPARSE_CUDA_GEMV_LONG_ROWS");
-  ctx->set_gemv_long_rows(long_rows == nullptr ||
-                          std::string(long_rows) != "0");
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));

@@ -130,11 +130,6 @@ class DeviceContext {
   // (gemv.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it off).
   bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
   void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
-  // A one-row GEMV whose K takes 2-3 steps of the standard tile takes it in
-  // one with one row a warp (gemv.h GemvPlan::long_rows;
-  // DYNSPARSE_CUDA_GEMV_LONG_ROWS=0 turns it off).
-  bool gemv_long_rows() const { return long_rows_; }
-  void set_gemv_long_rows(bool on) { long_rows_ = on; }
 
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
@@ -152,7 +147,6 @@ class DeviceContext {
   bool pdl_ = false;
   bool early_loads_ = true;
   bool occupancy_bounds_ = true;
-  bool long_rows_ = true;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

@@ -49,10 +49,8 @@
 // from 3 (measured crossover). Numbers and open leads: kernels/cuda/NOTES.md.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -69,15 +67,11 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 8;  // Halves per 16-byte load.
 
 // Rows per warp and loads in flight per row, by batch (see the top comment).
-// kLongRows (one row, K of 513..1408 chunks): one row a warp with 11 loads a
-// lane, so 4 warps cover a row like Llama-2-7B's down projection (1376
-// chunks) in one step instead of three.
-template <int B, bool kLongRows = false>
+template <int B>
 struct GemvTile {
-  static constexpr int kRows = kLongRows ? 1 : B <= 4 ? 2 : 4;
-  static constexpr int kUnroll = kLongRows ? 11 : B <= 4 ? 4 : 2;
+  static constexpr int kRows = B <= 4 ? 2 : 4;
+  static constexpr int kUnroll = B <= 4 ? 4 : 2;
 };
-constexpr int kLongRowUnroll = GemvTile<1, true>::kUnroll;
 
 int RowsPerWarp(int64_t batch) { return batch <= 4 ? 2 : 4; }
 int UnrollFor(int64_t batch) { return batch <= 4 ? 4 : 2; }
@@ -275,7 +269,7 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
 // blocks an SM (OccupancyBound).
 template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
-          int kMinBlocks = 1, bool kLongRows = false>
+          int kMinBlocks = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
@@ -284,8 +278,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // instead of starting only once it has finished.
   bool waited = !a.early_loads;
   if (waited) PdlWait();
-  constexpr int R = GemvTile<B, kLongRows>::kRows;
-  constexpr int U = GemvTile<B, kLongRows>::kUnroll;
+  constexpr int R = GemvTile<B>::kRows;
+  constexpr int U = GemvTile<B>::kUnroll;
   __shared__ float partial_sums[kWarps][R * B];
   __shared__ XStats partial_stats[kWarps];
   XStats stats;
@@ -323,10 +317,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     const float4* x4 = reinterpret_cast<const float4*>(a.x);
     const int64_t x4_row = a.in / 4;  // float4s per x row.
-    // Long rows always have kWarps warps a row: a constant step keeps the
-    // eleven load addresses one register pair plus offsets.
-    const int64_t step =
-        kLongRows ? kWarps * 32 : static_cast<int64_t>(wpr) * 32;
+    const int64_t step = static_cast<int64_t>(wpr) * 32;
     for (int64_t c0 = chunk_begin + wk * 32 + lane; c0 < chunk_end;
          c0 += step * U) {
       // All weight loads of this step first: kRows x kUnroll in flight.
@@ -699,15 +690,6 @@ KernelFn OneRowKernel(bool bounded) {
                  : GemvVectorKernel<T, 1, XIn, kPairs>;
 }
 
-// The plain one-row kernel with the long-row tile (GemvPlan::long_rows): 44
-// registers of loads, so it fits 7 blocks an SM (70 registers, no spill)
-// where the standard one fits 8.
-template <typename T>
-KernelFn LongRowKernel(bool bounded) {
-  return bounded ? GemvVectorKernel<T, 1, PlainInput, false, 7, true>
-                 : GemvVectorKernel<T, 1, PlainInput, false, 1, true>;
-}
-
 // The one-row CUDA-core kernel with a fused norm and/or gated pairs.
 template <typename T>
 KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
@@ -842,12 +824,8 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
-                        const std::optional<Activation>* gate, bool long_rows) {
+                        const std::optional<Activation>* gate) {
   const bool bounded = ctx.gemv_occupancy_bounds();
-  if (long_rows) {
-    return dtype == DType::kF16 ? LongRowKernel<__half>(bounded)
-                                : LongRowKernel<__nv_bfloat16>(bounded);
-  }
   if (gate != nullptr) {
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
@@ -920,7 +898,7 @@ const char* GemvPathName(GemvPath path) {
 std::string GemvPlan::DebugString() const {
   return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
-                      " blocks=", grid_blocks, long_rows ? " long_rows" : "",
+                      " blocks=", grid_blocks,
                       " resident_warps=", resident_warps);
 }
 
@@ -978,15 +956,9 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
                      "), an activation from row out / 2 and no accumulate"));
   }
-  plan.long_rows =
-      ctx.gemv_long_rows() && batch == 1 && plan.path == GemvPath::kCudaCore &&
-      !options.norm.has_value() && !options.gated_pairs && gate == nullptr &&
-      options.warps_per_row == 0 && options.k_splits <= 1 &&
-      chunks > int64_t{kWarps} * 32 * UnrollFor(1) &&
-      chunks <= int64_t{kWarps} * 32 * kLongRowUnroll;
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
-                     options.gated_pairs, gate, plan.long_rows);
+                     options.gated_pairs, gate);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -1034,13 +1006,11 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   }
 
   // CUDA-core path.
-  plan.rows_per_warp = plan.long_rows ? 1 : RowsPerWarp(batch);
-  const int unroll = plan.long_rows ? kLongRowUnroll : UnrollFor(batch);
+  plan.rows_per_warp = RowsPerWarp(batch);
+  const int unroll = UnrollFor(batch);
   const int64_t groups = CeilDiv(out, plan.rows_per_warp);
   const int64_t k_steps = CeilDiv(chunks, 32);  // 32-lane steps along K.
-  if (plan.long_rows) {
-    plan.warps_per_row = kWarps;  // The whole row in one step.
-  } else if (options.warps_per_row != 0) {
+  if (options.warps_per_row != 0) {
     const int f = options.warps_per_row;
     if (f != 1 && f != 2 && f != 4) {
       return absl::InvalidArgumentError(
@@ -1215,9 +1185,9 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  const KernelFn kernel = LaunchedKernel(
-      ctx, w.dtype(), x.dim(0), plan.path, options.norm.has_value(),
-      options.gated_pairs, nullptr, plan.long_rows);
+  const KernelFn kernel =
+      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
+                     options.norm.has_value(), options.gated_pairs, nullptr);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
@@ -1246,7 +1216,7 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   options.path = GemvPath::kCudaCore;
   options.accumulate = accumulate;
   const KernelFn kernel = LaunchedKernel(ctx, w.dtype(), 1, GemvPath::kCudaCore,
-                                         false, false, &activation, false);
+                                         false, false, &activation);
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }

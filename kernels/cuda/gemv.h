@@ -48,9 +48,6 @@ struct GemvPlan {
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
-  // One row a warp with 11 loads a lane in flight, so 4 warps take a row of
-  // up to 11264 elements in one step (gemv.cu GemvTile).
-  bool long_rows = false;
 
   std::string DebugString() const;
 };
