@@ -66,6 +66,7 @@
 set -uo pipefail
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$repo/kernels/cuda/bench_line.sh"
 cd "$repo"
 OUT="${OUT:-$repo/build_cuda_out}"
 mkdir -p "$OUT"
@@ -305,16 +306,9 @@ LIST
   while read -r args; do
     [[ -z "$args" || "$args" == \#* ]] && continue
     echo "== dynsparse-bench $args" >>"$OUT/bench.log"
-    # Leading VAR=value words set those environment variables for the run.
-    pre=()
-    while [[ "$args" == *" "* && "${args%% *}" == *=* &&
-             "${args%% *}" != -* ]]; do
-      pre+=("${args%% *}")
-      args="${args#* }"
-    done
-    # shellcheck disable=SC2086
-    if ! timeout 180 env "${pre[@]}" "$mbench" $args --json \
-        >>"$OUT/bench.jsonl" 2>>"$OUT/bench.log"; then
+    split_bench_line "$args"  # Leading VAR=value words: the environment.
+    if ! timeout 180 env "${bench_env[@]}" "$mbench" "${bench_args[@]}" \
+        --json >>"$OUT/bench.jsonl" 2>>"$OUT/bench.log"; then
       echo "FAILED: $args" | tee -a "$OUT/bench.log"
       status=1
     fi

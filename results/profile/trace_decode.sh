@@ -9,21 +9,16 @@
 # (name.csv, name.md, name.log for each line).
 set -uo pipefail
 source results/profile/cupti_tracer.sh trace_decode
+source kernels/cuda/bench_line.sh
 dir="$OUT/trace"
 mkdir -p "$dir"
 while IFS='|' read -r name args; do
   [[ -z "$name" || "$name" == \#* ]] && continue
   start=$SECONDS
-  # Leading VAR=value words are the run's environment (as in bench lists).
-  read -ra words <<<"$args"
-  assigns=()
-  while [[ ${#words[@]} -gt 0 && "${words[0]}" == *=* && "${words[0]}" != -* ]]; do
-    assigns+=("${words[0]}")
-    words=("${words[@]:1}")
-  done
-  env "${assigns[@]}" CUDA_INJECTION64_PATH="$PWD/$tracer" \
+  split_bench_line "$args"  # Leading VAR=value words: the environment.
+  env "${bench_env[@]}" CUDA_INJECTION64_PATH="$PWD/$tracer" \
     DYNSPARSE_TRACE_OUT="$dir/$name.csv" DYNSPARSE_TRACE_LAST=4 \
-    timeout 300 "$build/dynsparse-bench" "${words[@]}" \
+    timeout 300 "$build/dynsparse-bench" "${bench_args[@]}" \
     --json >"$dir/$name.log" 2>&1
   rc=$?
   python3 tools/cupti_trace/step_table.py "$dir/$name.csv" --skip 1 \
