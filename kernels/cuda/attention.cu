@@ -27,6 +27,7 @@
 #include "kernels/cuda/kv_access.cuh"
 #include "kernels/cuda/mma_f16.cuh"
 #include "kernels/cuda/pipelined_attention.h"
+#include "kernels/cuda/pipelined_split_plan.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -1270,9 +1271,11 @@ absl::Status PrefillAttention(DeviceContext& ctx,
     if (args.split_scratch == nullptr) {
       return absl::InvalidArgumentError("attention: key splits need scratch");
     }
-    // Whole key tiles of both kernels (kMmaKeys is a multiple of kTileK).
-    const int span = static_cast<int>(
-        CeilDiv(CeilDiv(a.max_keys, args.key_splits), kMmaKeys) * kMmaKeys);
+    // Whole key tiles of both kernels (kMmaKeys is a multiple of kTileK),
+    // as PipelinedSplitCount counts them.
+    static_assert(kMmaKeys == kPipelinedStageKeys);
+    const int span =
+        static_cast<int>(KeySplitSpan(a.max_keys, args.key_splits));
     const int splits = static_cast<int>(CeilDiv(a.max_keys, span));
     if (splits > 1) {
       a.split_keys = span;

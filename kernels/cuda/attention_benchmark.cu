@@ -4,7 +4,10 @@
 // staged one and the cp.async ring (pipelined_attention.h). The rows sit at
 // the last positions, so each reads every listed key: bytes per call are the
 // listed keys' K and V rows of every head (in the cache's element type),
-// plus q and out (f32). The key list is
+// plus q and out (f32). "spread" cases place the rows evenly over the cache
+// instead, as a step's revived rows are (causal skipping then saves work;
+// the bytes are still counted as if every row read every key). The key list
+// is
 // every cache row (keys=cached) or every 4th (about what keys=selected
 // keeps); "none" runs without a list, as dense decode does.
 //
@@ -21,6 +24,7 @@
 #include "kernels/cuda/attention_benchmark.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/pipelined_attention.h"
+#include "kernels/cuda/pipelined_split_plan.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -36,6 +40,7 @@ struct AttentionCase {
   int64_t list_every;  // 0: no key list; k: cache rows 0, k, 2k, ... listed
   AttentionKernel kernel;
   DType cache = DType::kF32;
+  bool spread = false;  // rows evenly over the cache, not at its end
 };
 
 const char* KernelName(AttentionKernel k) {
@@ -62,6 +67,11 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
   std::vector<int32_t> positions(c.rows);
   std::iota(positions.begin(), positions.end(),
             static_cast<int32_t>(c.cache_rows - c.rows));
+  if (c.spread) {
+    for (int64_t i = 0; i < c.rows; ++i) {
+      positions[i] = static_cast<int32_t>((i + 1) * c.cache_rows / c.rows - 1);
+    }
+  }
 
   const double element = static_cast<double>(DTypeSize(c.cache));
   const double kv_bytes =
@@ -124,7 +134,8 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
     args.pipelined_splits = c.kernel == AttentionKernel::kPipelined;
     args.key_splits =
         args.pipelined_splits
-            ? PipelinedSplitCount(c.rows, kHeads, keys, ctx.sm_count())
+            ? PipelinedSplitCount(PipelinedTileKeys(positions, listed, keys),
+                                  kHeads, keys, ctx.sm_count())
             : PrefillKeySplits(c.rows, kHeads, keys, ctx.sm_count());
     scratch = allocate(DType::kF32,
                        {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
@@ -158,8 +169,8 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
     const std::string list =
         c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
     const std::string name = absl::StrFormat(
-        "attention/%s/rows%d/cache%d/%s/%s", KernelName(c.kernel), c.rows,
-        c.cache_rows, list, DTypeName(c.cache));
+        "attention/%s/rows%d%s/cache%d/%s/%s", KernelName(c.kernel), c.rows,
+        c.spread ? "spread" : "", c.cache_rows, list, DTypeName(c.cache));
     benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
         ->UseManualTime()
         ->Iterations(bench::kIterations)
@@ -178,6 +189,7 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
         add({rows, cache, every, AttentionKernel::kPipelined});
         add({rows, cache, every, AttentionKernel::kPipelined, DType::kF16});
       }
+      add({rows, cache, 1, AttentionKernel::kPipelined, DType::kF16, true});
     }
   }
 }

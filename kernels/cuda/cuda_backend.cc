@@ -20,6 +20,7 @@
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/op_signature.h"
 #include "kernels/cuda/pipelined_attention.h"
+#include "kernels/cuda/pipelined_split_plan.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sparse_mlp.h"
 #include "kernels/cuda/sparse_ops.h"
@@ -994,8 +995,10 @@ void CudaBackend::Attention(const AttentionArgs& args) {
                          PipelinedSplitSupported(args.head_dim);
   const int64_t key_splits =
       !options_.split_prefill_attention ? 1
-      : pipelined ? PipelinedSplitCount(n, args.num_heads, args.num_keys,
-                                        ctx_->sm_count())
+      : pipelined                       ? PipelinedSplitCount(
+                                              PipelinedTileKeys(args.query_positions,
+                                                                args.key_positions, args.num_keys),
+                                              args.num_heads, args.num_keys, ctx_->sm_count())
                   : PrefillKeySplits(n, args.num_heads, args.num_keys,
                                      ctx_->sm_count());
   // The flash kernel has no key split: a few revived rows over many keys

@@ -113,6 +113,55 @@ __device__ __forceinline__ void OnlineSoftmaxUpdate(float (&sc)[kTiles][4],
   }
 }
 
+// OnlineSoftmaxUpdate for scores in base-2 units (scale * log2(e) folded
+// into Q): exp2 is one instruction where exp is several, and the running
+// max is subtracted as `base` (0 while a row has seen no key), so masked
+// (-inf) entries become 0 without a select per entry.
+template <int kTiles, int kOut>
+__device__ __forceinline__ void OnlineSoftmaxUpdateExp2(float (&sc)[kTiles][4],
+                                                        float (&o)[kOut][4],
+                                                        float& m_a, float& m_b,
+                                                        float& l_a,
+                                                        float& l_b) {
+  float tile_a = -INFINITY, tile_b = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    tile_a = fmaxf(tile_a, fmaxf(sc[j][0], sc[j][1]));
+    tile_b = fmaxf(tile_b, fmaxf(sc[j][2], sc[j][3]));
+  }
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
+    tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
+  }
+  const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
+  const float base_a = new_a == -INFINITY ? 0.f : new_a;
+  const float base_b = new_b == -INFINITY ? 0.f : new_b;
+  const float alpha_a = exp2f(m_a - base_a);  // 0 for the first keys seen
+  const float alpha_b = exp2f(m_b - base_b);
+  m_a = new_a;
+  m_b = new_b;
+  l_a *= alpha_a;
+  l_b *= alpha_b;
+#pragma unroll
+  for (int n = 0; n < kOut; ++n) {
+    o[n][0] *= alpha_a;
+    o[n][1] *= alpha_a;
+    o[n][2] *= alpha_b;
+    o[n][3] *= alpha_b;
+  }
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      sc[j][e] = exp2f(sc[j][e] - base_a);
+      sc[j][2 + e] = exp2f(sc[j][2 + e] - base_b);
+      l_a += sc[j][e];
+      l_b += sc[j][2 + e];
+    }
+  }
+}
+
 // One query row's split partial as DecodeCombineKernel reads it at entry e
 // (8-byte aligned): max, sum, then the D weighted sums. Lane t of the quad
 // holds columns 8n + 2t and 8n + 2t + 1 in o[n][first], o[n][first + 1]

@@ -1,23 +1,26 @@
 // PipelinedSplitAttention (pipelined_attention.h): one block of 4 warps per
 // (query tile, head, key split) on mma.sync m16n8k16 (f16 operands, f32
 // accumulate), as in attention.cu's tensor-core prefill. The difference is
-// the staging: 32-key stages of K and V arrive by cp.async in a three-stage
-// ring (two stages in flight while one is computed), and the cache rows of
-// the keys after next are loaded into registers one stage ahead, so a key
-// list never stalls the copies. The stages hold the cache's elements as
-// they are: an f32 cache's are packed to f16 fragments by the warps, an f16
-// cache's are the fragments already and come from ldmatrix. An f16 stage is
-// half the bytes. Both rings have three 32-key stages: a six-stage f16 ring
-// timed the same (16 / 64 / 200 rows over 16k keys: 108 / 155 / 530 us with
-// three, 109 / 159 / 531 with six; h200_run86, h200_run87).
+// the staging: stages of K and V arrive by cp.async in a three-stage ring
+// (two stages in flight while one is computed), and the cache rows of the
+// keys after next are loaded into registers one stage ahead, so a key list
+// never stalls the copies. The stages hold the cache's elements as they
+// are: an f32 cache's are packed to f16 fragments by the warps, an f16
+// cache's are the fragments already and come from ldmatrix. A stage holds
+// 32 keys, or 64 for an f16 cache with 64-row tiles (StageKeys). A
+// six-stage f16 ring of 32 keys timed as the three-stage one (16 / 64 / 200
+// rows over 16k keys: 109 / 159 / 531 against 108 / 155 / 530 us;
+// h200_run86, h200_run87).
 //
-// A warp owns 16 query rows and 32 / kKeyParts keys of each stage: with 16
+// A warp owns 16 query rows and 1 / kKeyParts of each stage's keys: with 16
 // rows or fewer the four warps split every stage's keys four ways (tile of
 // 16 rows), with 17-32 two ways (tile of 32), else they split the rows (64).
 // One warp computing a whole stage alone was the kernel's critical path:
 // Nsight Compute (h200_run74) saw the three idle warps of a 16-row block
 // waiting at the stage barrier for half of all cycles. The warps of a row
 // group merge their online-softmax states through shared memory at the end.
+// Causality per warp: a warp skips the stages past its last row and masks
+// only the stages that straddle its rows, as the flash prefill does.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -35,8 +38,17 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kStageKeys = kPipelinedStageKeys;
 constexpr int kStages = 3;
+
+// Keys per pipeline stage: 64 for an f16 cache whose warps split the rows
+// (each warp then runs twice the tensor-core work per barrier and softmax
+// rescale), else 32 (a 64-key f32 ring would not fit two blocks an SM).
+template <int kKeyParts, typename KvT>
+constexpr int StageKeys() {
+  return !std::is_same_v<KvT, float> && kKeyParts == 1
+             ? kPipelinedStageKeys
+             : kPipelinedStageKeys / 2;
+}
 
 // Row strides in elements of the cache type KvT. f32: K is read as float2
 // at (key 8j + g, column 16s + 2t): with D + 8 the 16 lanes of each half warp
@@ -45,31 +57,21 @@ constexpr int kStages = 3;
 // ldmatrix, eight 16-byte rows a phase; D + 8 halves shift consecutive rows
 // 4 banks apart, so the eight rows cover 32 banks. All keep rows 16-byte
 // aligned for cp.async.
-template <int D, typename KvT>
-constexpr int KStride() {
-  return D + 8;
-}
-template <int D, typename KvT>
-constexpr int VStride() {
-  return std::is_same_v<KvT, float> ? D + 4 : D + 8;
-}
-template <int D, typename KvT>
-constexpr int StageElems() {
-  return kStageKeys * (KStride<D, KvT>() + VStride<D, KvT>());
-}
-template <int D, typename KvT>
-constexpr int RingBytes() {
-  return kStages * StageElems<D, KvT>() * static_cast<int>(sizeof(KvT));
-}
-template <int D, typename KvT>
-constexpr int SmemBytes() {
-  return RingBytes<D, KvT>() +
-         kStages * kStageKeys * static_cast<int>(sizeof(int));
-}
+template <int D, int kKeyParts, typename KvT>
+struct RingLayout {
+  static constexpr int kStageKeys = StageKeys<kKeyParts, KvT>();
+  static constexpr int kKStride = D + 8;
+  static constexpr int kVStride = std::is_same_v<KvT, float> ? D + 4 : D + 8;
+  static constexpr int kStageElems = kStageKeys * (kKStride + kVStride);
+  static constexpr int kRingBytes =
+      kStages * kStageElems * static_cast<int>(sizeof(KvT));
+  static constexpr int kSmemBytes =
+      kRingBytes + kStages * kStageKeys * static_cast<int>(sizeof(int));
+};
 
 // This thread's share of a stage's copies: kPieces 16-byte pieces (of
 // kPieceElems elements) per key row, kThreads / kPieces rows per pass.
-template <int D, typename KvT>
+template <int D, typename KvT, int kStageKeys>
 struct StageShare {
   static constexpr int kPieceElems = 16 / static_cast<int>(sizeof(KvT));
   static constexpr int kPieces = D / kPieceElems;
@@ -85,18 +87,20 @@ constexpr int BlockRows() {
 template <int D, int kKeyParts, typename KvT>
 __global__ void __launch_bounds__(kThreads, 2)
     PipelinedSplitKernel(const PipelinedSplitArgs a) {
-  using Share = StageShare<D, KvT>;
+  using Layout = RingLayout<D, kKeyParts, KvT>;
+  constexpr int kStageKeys = Layout::kStageKeys;
+  constexpr int kStageElems = Layout::kStageElems;
+  using Share = StageShare<D, KvT, kStageKeys>;
   constexpr int kBlockRows = BlockRows<kKeyParts>();
   constexpr int kWarpKeys = kStageKeys / kKeyParts;  // of each stage
-  constexpr int kKStride = KStride<D, KvT>();
-  constexpr int kVStride = VStride<D, KvT>();
+  constexpr int kKStride = Layout::kKStride;
+  constexpr int kVStride = Layout::kVStride;
   constexpr bool kF32 = std::is_same_v<KvT, float>;
   // One extern array for every instantiation (its type must not vary); an
   // f16 ring views it as halves.
   extern __shared__ __align__(16) float smem[];
   KvT* const ring = reinterpret_cast<KvT*>(smem);
-  int* stage_pos =
-      reinterpret_cast<int*>(ring + kStages * StageElems<D, KvT>());
+  int* stage_pos = reinterpret_cast<int*>(ring + kStages * kStageElems);
   __shared__ int block_max_pos;
   const KvT* const k_cache = static_cast<const KvT*>(a.k);
   const KvT* const v_cache = static_cast<const KvT*>(a.v);
@@ -124,11 +128,24 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int row_b = row_a + 8;
   const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
+  // The warp's position range: a stage whose first key lies past every row
+  // is skipped, and one whose last key lies at or before every row needs no
+  // mask. Rows arrive by ascending position, so a tile's first warps skip
+  // most of the causal tail.
+  int warp_max = max(pos_a, pos_b);
+  int warp_min = min(pos_a < 0 ? INT_MAX : pos_a, pos_b < 0 ? INT_MAX : pos_b);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    warp_max = max(warp_max, __shfl_xor_sync(0xffffffffu, warp_max, off));
+    warp_min = min(warp_min, __shfl_xor_sync(0xffffffffu, warp_min, off));
+  }
 
-  uint32_t qf[D / 16][4];  // Q fragments (scaled, f16) for the D/16 k-steps
-  LoadQueryFragments<D>(qf,
-                        a.q + row_a * q_stride + static_cast<int64_t>(h) * D,
-                        q_stride, row_a < a.n, row_b < a.n, t, a.scale);
+  // Q fragments (f16) for the D/16 k-steps, scaled by scale * log2(e) so
+  // that the softmax runs on exp2.
+  uint32_t qf[D / 16][4];
+  LoadQueryFragments<D>(
+      qf, a.q + row_a * q_stride + static_cast<int64_t>(h) * D, q_stride,
+      row_a < a.n, row_b < a.n, t, a.scale * static_cast<float>(M_LOG2E));
   __syncthreads();
   const int visible =
       block_max_pos < 0
@@ -155,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // split are zero-filled (the cache past the sequence may hold NaN).
   const auto issue = [&](int tile) {
     const int stage = tile % kStages;
-    KvT* ks = ring + stage * StageElems<D, KvT>();
+    KvT* ks = ring + stage * kStageElems;
     KvT* vs = ks + kStageKeys * kKStride;
 #pragma unroll
     for (int i = 0; i < Share::kRows; ++i) {
@@ -206,9 +223,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (!active) continue;
 
     const int stage = tile % kStages;
-    const KvT* ks = ring + stage * StageElems<D, KvT>();
+    const KvT* ks = ring + stage * kStageElems;
     const KvT* vs = ks + kStageKeys * kKStride;
     const int* kpos = stage_pos + stage * kStageKeys;
+    if (kpos[key0] > warp_max) continue;  // No row sees these keys.
+    const bool masked = kpos[key0 + kWarpKeys - 1] > warp_min;
 
     float sc[kWarpKeys / 8][4];
 #pragma unroll
@@ -238,16 +257,18 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
+    if (masked) {
 #pragma unroll
-    for (int j = 0; j < kWarpKeys / 8; ++j) {
+      for (int j = 0; j < kWarpKeys / 8; ++j) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int key_pos = kpos[key0 + 8 * j + 2 * t + e];
-        if (key_pos > pos_a) sc[j][e] = -INFINITY;
-        if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
+        for (int e = 0; e < 2; ++e) {
+          const int key_pos = kpos[key0 + 8 * j + 2 * t + e];
+          if (key_pos > pos_a) sc[j][e] = -INFINITY;
+          if (key_pos > pos_b) sc[j][2 + e] = -INFINITY;
+        }
       }
     }
-    OnlineSoftmaxUpdate(sc, o, m_a, m_b, l_a, l_b);
+    OnlineSoftmaxUpdateExp2(sc, o, m_a, m_b, l_a, l_b);
     if constexpr (kWarpKeys == 8) {
       // Eight keys: the upper half of the k = 16 step is zero.
       const uint32_t p[4] = {PackHalf2(sc[0][0], sc[0][1]),
@@ -314,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     // [warp][value][lane], value 0-3 m_a, m_b, l_a, l_b, then o.
     constexpr int kValues = 4 + D / 2;
     static_assert(kWarps * kValues * 32 * static_cast<int>(sizeof(float)) <=
-                  RingBytes<D, KvT>());
+                  Layout::kRingBytes);
     __syncthreads();  // every warp is done with the ring
     float* mine = smem + warp * kValues * 32 + lane;
     if (part != 0) {
@@ -335,10 +356,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float* theirs = mine + other * kValues * 32;
       const float om_a = theirs[0], om_b = theirs[32];
       const float top_a = fmaxf(m_a, om_a), top_b = fmaxf(m_b, om_b);
-      const float sa = m_a == -INFINITY ? 0.f : expf(m_a - top_a);
-      const float sb = m_b == -INFINITY ? 0.f : expf(m_b - top_b);
-      const float osa = om_a == -INFINITY ? 0.f : expf(om_a - top_a);
-      const float osb = om_b == -INFINITY ? 0.f : expf(om_b - top_b);
+      const float sa = m_a == -INFINITY ? 0.f : exp2f(m_a - top_a);
+      const float sb = m_b == -INFINITY ? 0.f : exp2f(m_b - top_b);
+      const float osa = om_a == -INFINITY ? 0.f : exp2f(om_a - top_a);
+      const float osb = om_b == -INFINITY ? 0.f : exp2f(om_b - top_b);
       m_a = top_a;
       m_b = top_b;
       l_a = l_a * sa + theirs[64] * osa;
@@ -352,8 +373,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
+  // The partials' max is in natural units (scores times scale), as the
+  // combine kernel expects; l and o are the same in either base.
   const auto write = [&](int row, float m, float l, int first) {
     if (row >= a.n) return;
+    m *= static_cast<float>(M_LN2);
     WriteSplitPartial<D>(
         a.partials + ((static_cast<int64_t>(row) * a.heads + h) * a.splits +
                       blockIdx.z) *
@@ -366,7 +390,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 template <int D, int kKeyParts, typename KvT>
 absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
-  constexpr int kSmem = SmemBytes<D, KvT>();
+  constexpr int kSmem = RingLayout<D, kKeyParts, KvT>::kSmemBytes;
   static std::once_flag once;
   static cudaError_t attr_error = cudaSuccess;
   std::call_once(once, [] {
@@ -383,8 +407,11 @@ absl::Status Launch(DeviceContext& ctx, const PipelinedSplitArgs& a) {
   return LastLaunchStatus("PipelinedSplitKernel");
 }
 
-// The key parts for n rows: every warp gets rows to compute.
-int KeyParts(int64_t n) { return n <= 16 ? 4 : n <= 32 ? 2 : 1; }
+// The key parts for n rows (tiles of 16, 32 or 64 rows): every warp gets
+// rows to compute.
+int KeyParts(int64_t n) {
+  return static_cast<int>(16 * kWarps / PipelinedTileRows(n));
+}
 
 template <int D, typename KvT>
 absl::Status LaunchForRows(DeviceContext& ctx, const PipelinedSplitArgs& a) {
@@ -410,7 +437,7 @@ absl::Status PipelinedSplitAttention(DeviceContext& ctx,
                                      const PipelinedSplitArgs& args) {
   if (!PipelinedSplitSupported(args.head_dim) || args.n < 0 ||
       args.heads <= 0 || args.group <= 0 || args.heads % args.group != 0 ||
-      args.splits <= 0 || args.split_keys % kStageKeys != 0 ||
+      args.splits <= 0 || args.split_keys % kPipelinedStageKeys != 0 ||
       static_cast<int64_t>(args.splits) * args.split_keys < args.max_keys) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pipelined attention: unsupported ", args.heads, "/", args.group,
@@ -430,17 +457,6 @@ absl::Status PipelinedSplitAttention(DeviceContext& ctx,
   if (args.n == 0) return absl::OkStatus();
   return args.kv_half ? LaunchForHeadDim<__half>(ctx, args)
                       : LaunchForHeadDim<float>(ctx, args);
-}
-
-int64_t PipelinedSplitCount(int64_t rows, int64_t heads, int64_t max_keys,
-                            int sm_count) {
-  const int64_t tiles = CeilDiv(rows, int64_t{64} / KeyParts(rows)) * heads;
-  const int64_t resident = int64_t{2} * sm_count;  // two blocks per SM
-  if (tiles <= 0 || tiles >= resident) return 1;
-  // One wave exactly: a block more than the SMs hold would run alone after
-  // the rest (h200_run73: 9 splits of 32 tiles took 297 us, 8 took 191).
-  return std::clamp<int64_t>(resident / tiles, 1,
-                             std::max<int64_t>(1, CeilDiv(max_keys, 128)));
 }
 
 }  // namespace dynsparse::cuda

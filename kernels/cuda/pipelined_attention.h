@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "kernels/cuda/device_context.h"
+#include "kernels/cuda/pipelined_split_plan.h"  // the splits to ask for
 
 namespace dynsparse::cuda {
 
@@ -42,22 +43,15 @@ struct PipelinedSplitArgs {
   int head_dim = 0;    // 64 or 128
   int max_keys = 0;    // keys of the list (or cache rows) any row may see
   int splits = 1;      // blocks along the keys; split s covers keys
-  int split_keys = 0;  // [s * split_keys, (s + 1) * split_keys)
+  int split_keys = 0;  // [s * split_keys, (s + 1) * split_keys), a multiple
+                       // of kPipelinedStageKeys
   float scale = 1.0f;
 };
-
-// Keys per pipeline stage: split_keys must be a multiple of it.
-inline constexpr int kPipelinedStageKeys = 32;
 
 // True for the head dims the kernel is built for.
 inline bool PipelinedSplitSupported(int64_t head_dim) {
   return head_dim == 64 || head_dim == 128;
 }
-
-// Key splits that fill the SMs in one wave of blocks for `rows` query rows
-// of `heads` heads over `max_keys` keys (at least 128 keys a split).
-int64_t PipelinedSplitCount(int64_t rows, int64_t heads, int64_t max_keys,
-                            int sm_count);
 
 // Writes every (row, head, split) partial; q, k, v 16-byte aligned.
 absl::Status PipelinedSplitAttention(DeviceContext& ctx,
