@@ -20,6 +20,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/pipelined_split_plan.h"
 #include "tests/cuda/attention_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/test_paths.h"
@@ -123,6 +124,23 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     EXPECT_LT(testutil::RelativeError(Download(split_out), ref.ToF32Vector()),
               tensor_cores ? 3e-3 : 1e-5)
         << "split keys, kernel " << kernel << " " << SeedMessage();
+  }
+  // The cp.async ring at the splits CudaBackend plans for these rows
+  // (pipelined_split_plan.h): blocks past a tile's last row exit at once.
+  if (c.head_dim == 64 || c.head_dim == 128) {
+    args.key_splits = PipelinedSplitCount(PipelinedTileKeys(qpos, keys, c.live),
+                                          c.heads, c.live, ctx().sm_count());
+    Tensor planned_scratch = PoisonedDevice(
+        DType::kF32, {std::max<int64_t>(1, PrefillSplitScratchFloats(args))});
+    args.split_scratch = planned_scratch.data<float>();
+    Tensor planned_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &planned_out;
+    args.tensor_cores = true;
+    args.pipelined_splits = true;
+    ASSERT_TRUE(PrefillAttention(ctx(), args, c.live).ok());
+    EXPECT_LT(testutil::RelativeError(Download(planned_out), ref.ToF32Vector()),
+              3e-3)
+        << args.key_splits << " planned splits " << SeedMessage();
   }
   args.tensor_cores = false;
   args.pipelined_splits = false;
