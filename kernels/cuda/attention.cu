@@ -384,12 +384,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
 
-  // Q fragments (scaled, f16) for all D/16 k-steps.
+  // Q fragments (f16) for all D/16 k-steps, scaled by scale * log2(e) for
+  // OnlineSoftmaxUpdate's exp2.
   uint32_t qf[D / 16][4];
   LoadQueryFragments<D>(qf,
                         a.q + static_cast<int64_t>(row_a) * a.q_stride +
                             static_cast<int64_t>(h) * D,
-                        a.q_stride, row_a < a.n, row_b < a.n, t, a.scale);
+                        a.q_stride, row_a < a.n, row_b < a.n, t,
+                        a.scale * static_cast<float>(M_LOG2E));
   __syncthreads();
   const int kmax = kmax_shared == 0 ? 0 : VisibleKeys(a, kmax_shared - 1);
 
@@ -495,10 +497,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   if constexpr (kSplit) {  // Partials for DecodeCombineKernel.
     const int split = static_cast<int>(blockIdx.z);
     if (row_a < a.n) {
-      WriteSplitPartial<D>(ScratchEntry(a, row_a, h, split), t, m_a, l_a, o, 0);
+      WriteSplitPartial<D>(ScratchEntry(a, row_a, h, split), t,
+                           SplitPartialMax(m_a), l_a, o, 0);
     }
     if (row_b < a.n) {
-      WriteSplitPartial<D>(ScratchEntry(a, row_b, h, split), t, m_b, l_b, o, 2);
+      WriteSplitPartial<D>(ScratchEntry(a, row_b, h, split), t,
+                           SplitPartialMax(m_b), l_b, o, 2);
     }
     return;
   }

@@ -90,13 +90,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   const int row_b = row_a + 8;
   const int pos_a = row_a < a.n ? a.positions[row_a] : -1;
   const int pos_b = row_b < a.n ? a.positions[row_b] : -1;
-  int warp_max = max(pos_a, pos_b);
-  int warp_min = min(pos_a < 0 ? INT_MAX : pos_a, pos_b < 0 ? INT_MAX : pos_b);
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    warp_max = max(warp_max, __shfl_xor_sync(0xffffffffu, warp_max, off));
-    warp_min = min(warp_min, __shfl_xor_sync(0xffffffffu, warp_min, off));
-  }
+  const WarpPositions warp_pos = WarpPositionRange(pos_a, pos_b);
+  const int warp_max = warp_pos.max, warp_min = warp_pos.min;
 
   // Q fragments (f16, unscaled) for all D/16 k-steps, read once from f32.
   uint32_t qf[D / 16][4];

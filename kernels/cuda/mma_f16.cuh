@@ -5,6 +5,7 @@
 
 #include <cuda_fp16.h>
 
+#include <climits>
 #include <cstdint>
 
 namespace dynsparse::cuda {
@@ -65,64 +66,39 @@ __device__ __forceinline__ void LoadQueryFragments(uint32_t (&qf)[D / 16][4],
   }
 }
 
+// The first and last position of a warp's 16 query rows (a row that is not
+// there has position -1): tiles of keys past `max` are skipped and tiles at
+// or before `min` need no causal mask (INT_MAX when the warp has no row).
+struct WarpPositions {
+  int min;
+  int max;
+};
+__device__ __forceinline__ WarpPositions WarpPositionRange(int pos_a,
+                                                           int pos_b) {
+  int hi = max(pos_a, pos_b);
+  int lo = min(pos_a < 0 ? INT_MAX : pos_a, pos_b < 0 ? INT_MAX : pos_b);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
+  }
+  return {lo, hi};
+}
+
 // The online-softmax step of a warp's two fragment rows (a: row g, b: row
-// g + 8) over kTiles 8-key C fragments of scaled scores, masked entries
-// already -inf: the running max m moves to the tile's (reduced over the lane
-// quad), the sum l and the kOut output fragments o are rescaled, and sc
-// becomes exp(sc - m), added into l. A row that has seen no key yet keeps
-// every weight 0 (no NaN from -inf - -inf).
+// g + 8) over kTiles 8-key C fragments of scores in base-2 units (scale *
+// log2(e) folded into Q: exp2 is one instruction where exp is several),
+// masked entries already -inf: the running max m moves to the tile's
+// (reduced over the lane quad), the sum l and the kOut output fragments o
+// are rescaled, and sc becomes exp2(sc - m), added into l. The max is
+// subtracted as `base`, 0 while a row has seen no key, so masked entries
+// become 0 without a select per entry and nothing is NaN. Split partials
+// carry m in natural units: times ln 2 (SplitPartialMax).
 template <int kTiles, int kOut>
 __device__ __forceinline__ void OnlineSoftmaxUpdate(float (&sc)[kTiles][4],
                                                     float (&o)[kOut][4],
                                                     float& m_a, float& m_b,
                                                     float& l_a, float& l_b) {
-  float tile_a = -INFINITY, tile_b = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    tile_a = fmaxf(tile_a, fmaxf(sc[j][0], sc[j][1]));
-    tile_b = fmaxf(tile_b, fmaxf(sc[j][2], sc[j][3]));
-  }
-#pragma unroll
-  for (int off = 1; off <= 2; off <<= 1) {
-    tile_a = fmaxf(tile_a, __shfl_xor_sync(0xffffffffu, tile_a, off));
-    tile_b = fmaxf(tile_b, __shfl_xor_sync(0xffffffffu, tile_b, off));
-  }
-  const float new_a = fmaxf(m_a, tile_a), new_b = fmaxf(m_b, tile_b);
-  const float alpha_a = new_a == -INFINITY ? 1.f : expf(m_a - new_a);
-  const float alpha_b = new_b == -INFINITY ? 1.f : expf(m_b - new_b);
-  m_a = new_a;
-  m_b = new_b;
-  l_a *= alpha_a;
-  l_b *= alpha_b;
-#pragma unroll
-  for (int n = 0; n < kOut; ++n) {
-    o[n][0] *= alpha_a;
-    o[n][1] *= alpha_a;
-    o[n][2] *= alpha_b;
-    o[n][3] *= alpha_b;
-  }
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      sc[j][e] = m_a == -INFINITY ? 0.f : expf(sc[j][e] - m_a);
-      sc[j][2 + e] = m_b == -INFINITY ? 0.f : expf(sc[j][2 + e] - m_b);
-      l_a += sc[j][e];
-      l_b += sc[j][2 + e];
-    }
-  }
-}
-
-// OnlineSoftmaxUpdate for scores in base-2 units (scale * log2(e) folded
-// into Q): exp2 is one instruction where exp is several, and the running
-// max is subtracted as `base` (0 while a row has seen no key), so masked
-// (-inf) entries become 0 without a select per entry.
-template <int kTiles, int kOut>
-__device__ __forceinline__ void OnlineSoftmaxUpdateExp2(float (&sc)[kTiles][4],
-                                                        float (&o)[kOut][4],
-                                                        float& m_a, float& m_b,
-                                                        float& l_a,
-                                                        float& l_b) {
   float tile_a = -INFINITY, tile_b = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) {
@@ -160,6 +136,12 @@ __device__ __forceinline__ void OnlineSoftmaxUpdateExp2(float (&sc)[kTiles][4],
       l_b += sc[j][2 + e];
     }
   }
+}
+
+// A base-2 running max (OnlineSoftmaxUpdate) in the natural units of the
+// split partials' max, which DecodeCombineKernel exponentiates with exp.
+__device__ __forceinline__ float SplitPartialMax(float m_log2) {
+  return m_log2 * 0.69314718055994530942f;  // ln 2; -inf stays -inf
 }
 
 // One query row's split partial as DecodeCombineKernel reads it at entry e

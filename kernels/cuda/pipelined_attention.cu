@@ -132,13 +132,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   // is skipped, and one whose last key lies at or before every row needs no
   // mask. Rows arrive by ascending position, so a tile's first warps skip
   // most of the causal tail.
-  int warp_max = max(pos_a, pos_b);
-  int warp_min = min(pos_a < 0 ? INT_MAX : pos_a, pos_b < 0 ? INT_MAX : pos_b);
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    warp_max = max(warp_max, __shfl_xor_sync(0xffffffffu, warp_max, off));
-    warp_min = min(warp_min, __shfl_xor_sync(0xffffffffu, warp_min, off));
-  }
+  const WarpPositions warp_pos = WarpPositionRange(pos_a, pos_b);
+  const int warp_max = warp_pos.max, warp_min = warp_pos.min;
 
   // Q fragments (f16) for the D/16 k-steps, scaled by scale * log2(e) so
   // that the softmax runs on exp2.
@@ -268,7 +263,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
-    OnlineSoftmaxUpdateExp2(sc, o, m_a, m_b, l_a, l_b);
+    OnlineSoftmaxUpdate(sc, o, m_a, m_b, l_a, l_b);
     if constexpr (kWarpKeys == 8) {
       // Eight keys: the upper half of the k = 16 step is zero.
       const uint32_t p[4] = {PackHalf2(sc[0][0], sc[0][1]),
@@ -373,16 +368,13 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
-  // The partials' max is in natural units (scores times scale), as the
-  // combine kernel expects; l and o are the same in either base.
   const auto write = [&](int row, float m, float l, int first) {
     if (row >= a.n) return;
-    m *= static_cast<float>(M_LN2);
     WriteSplitPartial<D>(
         a.partials + ((static_cast<int64_t>(row) * a.heads + h) * a.splits +
                       blockIdx.z) *
                          (D + 2),
-        t, m, l, o, first);
+        t, SplitPartialMax(m), l, o, first);
   };
   write(row_a, m_a, l_a, 0);
   write(row_b, m_b, l_b, 2);
