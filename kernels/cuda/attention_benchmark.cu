@@ -7,8 +7,7 @@
 // plus q and out (f32). "spread" cases place the rows evenly over the cache
 // instead, as a step's revived rows are (causal skipping then saves work;
 // the bytes are still counted as if every row read every key). The key list
-// is
-// every cache row (keys=cached) or every 4th (about what keys=selected
+// is every cache row (keys=cached) or every 4th (about what keys=selected
 // keeps); "none" runs without a list, as dense decode does.
 //
 //   dynsparse_cuda_benchmarks --benchmark_filter=attention

@@ -993,14 +993,18 @@ void CudaBackend::Attention(const AttentionArgs& args) {
                              : options_.tensor_core_keyed_attention_rows);
   const bool pipelined = options_.pipelined_split_attention && d.tensor_cores &&
                          PipelinedSplitSupported(args.head_dim);
-  const int64_t key_splits =
-      !options_.split_prefill_attention ? 1
-      : pipelined                       ? PipelinedSplitCount(
-                                              PipelinedTileKeys(args.query_positions,
-                                                                args.key_positions, args.num_keys),
-                                              args.num_heads, args.num_keys, ctx_->sm_count())
-                  : PrefillKeySplits(n, args.num_heads, args.num_keys,
-                                     ctx_->sm_count());
+  // The ring counts only the blocks whose split holds keys their rows see
+  // (pipelined_split_plan.h).
+  int64_t key_splits = 1;
+  if (options_.split_prefill_attention && pipelined) {
+    key_splits = PipelinedSplitCount(
+        PipelinedTileKeys(args.query_positions, args.key_positions,
+                          args.num_keys),
+        args.num_heads, args.num_keys, ctx_->sm_count());
+  } else if (options_.split_prefill_attention) {
+    key_splits =
+        PrefillKeySplits(n, args.num_heads, args.num_keys, ctx_->sm_count());
+  }
   // The flash kernel has no key split: a few revived rows over many keys
   // (tensor cores from tensor_core_keyed_attention_rows) take the split
   // kernels instead. Full prefills keep it whatever their grid.

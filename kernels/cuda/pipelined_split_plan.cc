@@ -44,8 +44,10 @@ int64_t KeySplitSpan(int64_t max_keys, int64_t splits) {
 
 int64_t PipelinedSplitCount(absl::Span<const int64_t> tile_keys, int64_t heads,
                             int64_t max_keys, int sm_count) {
-  if (tile_keys.empty()) return 1;
   const int64_t resident = int64_t{2} * sm_count;
+  // Every tile has a block even when it sees no key.
+  const int64_t tiles = static_cast<int64_t>(tile_keys.size());
+  if (tiles == 0 || tiles * heads >= resident) return 1;
   for (int64_t splits = CeilDiv(max_keys, kMinSplitKeys); splits > 1;
        --splits) {
     const int64_t span = KeySplitSpan(max_keys, splits);
