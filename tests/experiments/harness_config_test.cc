@@ -358,6 +358,76 @@ TEST(HarnessConfigTest, SetOverrideErrors) {
             "methods[1]: toy keep=3 mode=a: keep must be in (0, 1], got 3");
 }
 
+TEST(HarnessConfigTest, SetPathSyntaxErrors) {
+  TempDir dir;
+  EXPECT_EQ(Error(dir, Good(), {"methods[=1"}),
+            "--set methods[=1: unclosed or empty [index]");
+  EXPECT_EQ(Error(dir, Good(), {"methods[].keep=1"}),
+            "--set methods[].keep=1: unclosed or empty [index]");
+  EXPECT_EQ(Error(dir, Good(), {".seed=1"}),
+            "--set .seed=1: empty key in the path");
+  EXPECT_EQ(Error(dir, Good(), {"model..label=x"}),
+            "--set model..label=x: empty key in the path");
+  EXPECT_EQ(Error(dir, Good(), {"seed.=1"}),
+            "--set seed.=1: path ends with '.'");
+  EXPECT_EQ(Error(dir, Good(), {"=1"}), "--set =1: empty key path");
+  // A value that is not YAML names the override, not the file.
+  EXPECT_THAT(Error(dir, Good(), {"seed=[1"}), HasSubstr("--set seed=[1"));
+  EXPECT_THAT(Error(dir, Good(), {"seed=[1"}), HasSubstr("YAML syntax error"));
+}
+
+TEST(HarnessConfigTest, ListShapeAndModelFieldErrors) {
+  TempDir dir;
+  const std::string methods =
+      "methods:\n  - {name: dense}\n  - {name: toy, keep: [0.5, 0.25], "
+      "mode: a}\n";
+  EXPECT_EQ(Error(dir, Replace(Good(), methods, "methods: 3\n")),
+            "methods: expected a non-empty list, got the integer 3");
+  EXPECT_EQ(Error(dir, Replace(Good(), "metrics:\n  - {name: fake, task: a}\n",
+                               "metrics: {name: fake}\n")),
+            "metrics: expected a non-empty list, got a mapping");
+  const std::string model = absl::StrCat("{path: ", kModel, "}");
+  EXPECT_EQ(Error(dir, Replace(Good(), model, "{path: ''}")),
+            "model.path: must not be empty");
+  EXPECT_EQ(Error(dir, Replace(Good(), model,
+                               absl::StrCat("{path: ", kModel,
+                                            ", tokenizer: no/such.json}"))),
+            "model.tokenizer: no such file or folder 'no/such.json'");
+  // A parameter in two zip groups.
+  EXPECT_EQ(
+      Error(dir, Replace(Good(), "{name: toy, keep: [0.5, 0.25], mode: a}",
+                         "{name: toy, keep: [0.5, 0.25], mode: [a, b], "
+                         "zip: [[keep, mode], [mode, keep]]}")),
+      "methods[1].zip[1][0]: 'mode' is zipped twice");
+  EXPECT_EQ(
+      Error(dir, Replace(Good(), "{name: toy, keep: [0.5, 0.25], mode: a}",
+                         "{name: toy, keep: [0.5, 0.25], zip: [[keep, 3]]}")),
+      "methods[1].zip[0][1]: expected a parameter name, got the integer 3");
+}
+
+TEST(HarnessConfigTest, IncludeEntriesOversizedAndNonUtf8FilesAreErrors) {
+  TempDir dir;
+  auto number = ReadConfigTree(dir.Write("a.yaml", "include: [3]\n"));
+  ASSERT_FALSE(number.ok());
+  EXPECT_EQ(number.status().message(),
+            dir.path("a.yaml") +
+                ": include[0]: expected a file name, got the integer 3");
+  // Configs are read whole, up to 4 MiB: a larger file is an error that
+  // names it.
+  std::string big = "description: \"";
+  big.append((4 << 20) + 16, 'x');
+  big += "\"\n";
+  auto huge = ReadConfigTree(dir.Write("huge.yaml", big));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()),
+              HasSubstr(dir.path("huge.yaml")));
+  // Not UTF-8: the byte is named.
+  auto latin1 = ReadConfigTree(dir.Write("latin1.yaml", "name: caf\xe9\n"));
+  ASSERT_FALSE(latin1.ok());
+  EXPECT_EQ(latin1.status().message(),
+            dir.path("latin1.yaml") + ": invalid UTF-8 at byte 9");
+}
+
 TEST(HarnessConfigTest, HashCoversWhatDecidesTheNumbers) {
   TempDir dir;
   auto a = Load(dir, Good());
