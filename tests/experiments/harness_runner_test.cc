@@ -362,6 +362,38 @@ TEST(HarnessRunnerTest, AnExceptionInAMetricFailsOnlyThatPair) {
   }
 }
 
+TEST(HarnessRunnerTest, AMetricWithNoRowsFailsOnlyThatPair) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir, ", rows: 0");
+  auto summary =
+      RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->pairs_ok, 6u);
+  EXPECT_EQ(summary->pairs_failed, 6u);
+  int failed = 0;
+  for (const json& l : Lines(dir.path("out"))) {
+    if (l["kind"] == "result" && l["metric_index"] == 0) {
+      EXPECT_EQ(l["status"], "error");
+      EXPECT_EQ(l["error"], "the metric returned no rows");
+      ++failed;
+    }
+  }
+  EXPECT_EQ(failed, 6);
+}
+
+TEST(HarnessRunnerTest, AnOutFolderThatCannotBeCreatedIsAnError) {
+  TempDir dir;
+  dir.Write("blocker", "a file where a folder should go\n");
+  RunOptions options = Options(dir);
+  options.out_dir = dir.path("blocker") + "/out";
+  auto summary =
+      RunExperiment(Config(dir), FakeMetrics(), FakeOpener(), options);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_THAT(
+      std::string(summary.status().message()),
+      ::testing::StartsWith(options.out_dir + ": cannot create the folder: "));
+}
+
 TEST(HarnessRunnerTest, OneWriterPerResultsFile) {
   TempDir dir;
   const LoadedConfig config = Config(dir);
