@@ -2,6 +2,9 @@
 // field, finished pairs are skipped, failures are recorded and the rest go
 // on, torn lines and jobs in flight at a crash are repaired on restart, the
 // stop flag ends the sweep after the job in flight, shards split the work.
+#include <sys/resource.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -392,6 +395,27 @@ TEST(HarnessRunnerTest, AnOutFolderThatCannotBeCreatedIsAnError) {
   EXPECT_THAT(
       std::string(summary.status().message()),
       ::testing::StartsWith(options.out_dir + ": cannot create the folder: "));
+}
+
+// A results file that cannot grow (a file-size limit makes write() fail with
+// EFBIG): the sweep stops with an error naming the file, not a silent gap.
+TEST(HarnessRunnerTest, AResultsWriteFailureIsAnErrorNamingTheFile) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir);
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 1024;  // Room for the first lines only.
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto summary =
+      RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_THAT(std::string(summary.status().message()),
+              ::testing::StartsWith(dir.path("out/results.jsonl") +
+                                    ": write failed: "));
 }
 
 TEST(HarnessRunnerTest, OneWriterPerResultsFile) {
