@@ -2,9 +2,7 @@
 // encodings, empty files, WikiText's raw/tokens pair out of step and an
 // unset DYNSPARSE_DATA each give an error that names the file (and line,
 // field or variable), never a crash or a wrong number.
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 
@@ -14,6 +12,8 @@
 #include "datasets/wikitext_documents.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/datasets/scoped_data_root.h"
+#include "tests/io/temp_dir.h"
 
 namespace dynsparse {
 namespace {
@@ -22,51 +22,20 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
-// A folder of its own per test, removed at the end.
+using testing::ScopedDataRoot;
+
+// Each test's files in a fresh folder (tests/io/temp_dir.h), removed at
+// the end; Write makes the folders a relative path names.
 class TaskFileErrorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() /
-        ("ds_task_errors_" +
-         std::string(
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(const std::string& relative, const std::string& text) {
-    const fs::path path = dir_ / relative;
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-    return path.string();
+    const std::string path = dir_.File(relative);
+    fs::create_directories(fs::path(path).parent_path());
+    testing::WriteFileOrDie(path, text);
+    return path;
   }
 
-  fs::path dir_;
-};
-
-// Sets DYNSPARSE_DATA (or unsets it) for one scope.
-class ScopedDataRoot {
- public:
-  explicit ScopedDataRoot(std::optional<std::string> value) {
-    if (const char* old = std::getenv("DYNSPARSE_DATA")) saved_ = old;
-    if (value) {
-      setenv("DYNSPARSE_DATA", value->c_str(), 1);
-    } else {
-      unsetenv("DYNSPARSE_DATA");
-    }
-  }
-  ~ScopedDataRoot() {
-    if (saved_) {
-      setenv("DYNSPARSE_DATA", saved_->c_str(), 1);
-    } else {
-      unsetenv("DYNSPARSE_DATA");
-    }
-  }
-
- private:
-  std::optional<std::string> saved_;
+  testing::TempDir dir_;
 };
 
 TEST_F(TaskFileErrorsTest, PiqaLabelsMustMatchAndBeZeroOrOne) {
@@ -167,7 +136,7 @@ TEST_F(TaskFileErrorsTest, AnEmptyTaskFileHasNoDocuments) {
   auto task = FindTask("copa");
   ASSERT_TRUE(task.ok());
   const std::string path = Write("llm_foundry_icl/copa.jsonl", "\n");
-  ScopedDataRoot root(dir_.string());
+  ScopedDataRoot root(dir_.path());
   EXPECT_EQ(LoadTaskDocs(**task).status().message(),
             "task 'copa': " + path + " has no documents");
 }

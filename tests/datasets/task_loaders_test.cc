@@ -9,6 +9,7 @@
 #include "datasets/tasks/text_transforms.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/datasets/scoped_data_root.h"
 #include "tests/test_paths.h"
 
 namespace dynsparse {
@@ -70,14 +71,11 @@ TEST(TaskRegistryTest, UnknownTaskListsValidNames) {
 TEST(TaskRegistryTest, MissingDataNamesThePathAndVariable) {
   auto task = FindTask("copa");
   ASSERT_TRUE(task.ok());
-  const char* old = std::getenv("DYNSPARSE_DATA");
-  const std::string saved = old ? old : "";
-  setenv("DYNSPARSE_DATA", "/nonexistent-ds", 1);
-  auto docs = LoadTaskDocs(**task);
-  if (old)
-    setenv("DYNSPARSE_DATA", saved.c_str(), 1);
-  else
-    unsetenv("DYNSPARSE_DATA");
+  absl::StatusOr<std::vector<TaskDoc>> docs;
+  {
+    testing::ScopedDataRoot root("/nonexistent-ds");
+    docs = LoadTaskDocs(**task);
+  }
   ASSERT_FALSE(docs.ok());
   EXPECT_EQ(docs.status().message(),
             "task 'copa': data file /nonexistent-ds/llm_foundry_icl/copa.jsonl "
