@@ -370,7 +370,9 @@ class CudaBackend : public Backend {
   };
   std::vector<std::pair<FoldKey, LayerNormFold>> layer_norm_folds_;
   // Zeroed ints the decode attention kernel uses to merge its key chunks in
-  // the same launch (attention.h); every launch leaves them zero.
+  // the same launch (attention.h); every launch leaves them zero. Room for
+  // rows (<= 8) x heads.
+  static constexpr int64_t kAttentionCounterInts = 8 * 1024;
   Tensor attention_counters_;
   // The decode stack kernel's grid barrier and per-head counters
   // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict

@@ -12,7 +12,7 @@
 namespace dynsparse::cuda {
 namespace {
 
-// Tape codes (cuda_backend.cc numbers its ops from 1).
+// Tape codes (op_signature.h numbers the other ops from 1).
 constexpr uint64_t kOpBeginSideWork = 0x51de0001;
 constexpr uint64_t kOpEndSideWork = 0x51de0002;
 constexpr uint64_t kOpWaitSideWork = 0x51de0003;
