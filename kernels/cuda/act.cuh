@@ -1,5 +1,5 @@
 // Device activation functions shared by the elementwise kernels
-// (activation.cu), the GEMVs (gemv.cu) and the decode stack, so a fused
+// (activation.cu), the GEMVs (gemv_kernels.cu) and the decode stack, so a fused
 // kernel computes exactly the same f32 values as the unfused pair. Formulas
 // match kernels/cpu (expf/erff/tanhf are the accurate CUDA versions).
 #ifndef DYNSPARSE_KERNELS_CUDA_ACT_CUH_

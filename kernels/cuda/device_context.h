@@ -123,11 +123,13 @@ class DeviceContext {
   bool programmatic_launch() const { return pdl_; }
   void set_programmatic_launch(bool on) { pdl_ = on && info_.major >= 9; }
   // The CUDA-core GEMV issues its first weight loads before waiting for the
-  // previous kernel (gemv.cu; DYNSPARSE_CUDA_EARLY_LOADS=0 turns it off).
+  // previous kernel (gemv_kernels.cu; DYNSPARSE_CUDA_EARLY_LOADS=0 turns it
+  // off).
   bool gemv_early_loads() const { return early_loads_; }
   void set_gemv_early_loads(bool on) { early_loads_ = on; }
   // The one-row CUDA-core GEMVs are built to fit one more block an SM
-  // (gemv.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it off).
+  // (gemv_kernels.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it
+  // off).
   bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
   void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
 

@@ -2,7 +2,8 @@
 //
 // The decode step of an LLM multiplies a handful of activation rows (batch
 // 1..8) by every weight matrix, so the time is the time to stream the weights
-// from HBM once; the arithmetic is negligible. gemv.cu explains the kernel.
+// from HBM once; the arithmetic is negligible. gemv_kernels.cu explains the
+// kernel.
 //
 // Types: w is f16 or bf16 (fast paths) or f32 (correct but slow path), in the
 // [out, in] row-major layout of torch.nn.Linear / safetensors. x and y are
@@ -29,7 +30,7 @@ namespace dynsparse::cuda {
 
 inline constexpr int64_t kGemvMaxBatch = 8;
 
-// Which kernel computes the product (gemv.cu explains each).
+// Which kernel computes the product (gemv_kernels.cu explains each).
 enum class GemvPath {
   kAuto,        // PlanGemv chooses.
   kScalar,      // Any shape, alignment and weight dtype; slow.

@@ -39,7 +39,7 @@
 #    overrides the model list ("opt-66b:10" by default; model:N keeps the
 #    last N MLP layers dense, e.g. "llama-2-7b:5").
 # Quick knobs: DS_CUDA_SKIP_PTXAS=1 skips the register report (it recompiles
-# gemv.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
+# gemv_kernels.cu), DS_CUDA_TARGETS="a b" builds only those ninja targets,
 # DS_CUDA_CTEST_ARGS adds ctest arguments (e.g. "-E ModelSized"),
 # DS_CUDA_SKIP_PLANS=1 skips the GEMV plan printout (it reruns a slow test).
 #
@@ -191,14 +191,14 @@ if ! ninja -C "$build" ${DS_CUDA_TARGETS:-} >>"$OUT/build.log" 2>&1; then
 fi
 echo "built in $((SECONDS - start)) s"
 
-section "ptxas report for gemv.cu"
+section "ptxas report for gemv_kernels.cu"
 [[ "${DS_CUDA_SKIP_PTXAS:-0}" == 1 ]] || {
   inc=(-I"$repo")
   for dir in "${inc_dirs[@]}"; do inc+=(-I"$dir"); done
   for a in ${archs//;/ }; do
     a="${a%-real}"
     nvcc -std=c++20 -O3 -lineinfo --expt-relaxed-constexpr "${inc[@]}" \
-      "-gencode=arch=compute_$a,code=sm_$a" -Xptxas -v -c kernels/cuda/gemv.cu \
+      "-gencode=arch=compute_$a,code=sm_$a" -Xptxas -v -c kernels/cuda/gemv_kernels.cu \
       -o "$OUT/gemv_sm$a.o" 2>&1 |
       awk -v arch="sm_$a" '
         /Compiling entry/ { match($0, /Gemv[A-Za-z]+Kernel(I[0-9]*[_a-z0-9]*Li[0-9])?/); k = substr($0, RSTART, RLENGTH) }
