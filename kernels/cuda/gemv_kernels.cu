@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cuda/act.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
@@ -642,73 +643,46 @@ KernelFn GatedKernelFor(std::optional<Activation> activation, bool bounded) {
   return nullptr;
 }
 
+// make(std::integral_constant<int, B>()) for B = batch in 1..kGemvMaxBatch,
+// null outside: the kernel instantiated for that batch.
+template <typename Make, int... kIndex>
+KernelFn ForBatch(int64_t batch, Make make,
+                  std::integer_sequence<int, kIndex...>) {
+  const KernelFn kernels[] = {
+      make(std::integral_constant<int, kIndex + 1>())...};
+  return batch >= 1 && batch <= static_cast<int64_t>(sizeof...(kIndex))
+             ? kernels[batch - 1]
+             : nullptr;
+}
+template <typename Make>
+KernelFn ForBatch(int64_t batch, Make make) {
+  return ForBatch(batch, make,
+                  std::make_integer_sequence<int, kGemvMaxBatch>());
+}
+
 template <typename T>
 KernelFn VectorKernelFor(int64_t batch, bool bounded) {
-  switch (batch) {
-    case 1:
+  return ForBatch(batch, [bounded](auto b) -> KernelFn {
+    if constexpr (decltype(b)::value == 1) {
       return OneRowKernel<T, PlainInput>(bounded);
-    case 2:
-      return GemvVectorKernel<T, 2>;
-    case 3:
-      return GemvVectorKernel<T, 3>;
-    case 4:
-      return GemvVectorKernel<T, 4>;
-    case 5:
-      return GemvVectorKernel<T, 5>;
-    case 6:
-      return GemvVectorKernel<T, 6>;
-    case 7:
-      return GemvVectorKernel<T, 7>;
-    case 8:
-      return GemvVectorKernel<T, 8>;
-  }
-  return nullptr;
+    } else {
+      return GemvVectorKernel<T, decltype(b)::value>;
+    }
+  });
 }
 
 template <typename T>
 KernelFn ScalarKernelFor(int64_t batch) {
-  switch (batch) {
-    case 1:
-      return GemvScalarKernel<T, 1>;
-    case 2:
-      return GemvScalarKernel<T, 2>;
-    case 3:
-      return GemvScalarKernel<T, 3>;
-    case 4:
-      return GemvScalarKernel<T, 4>;
-    case 5:
-      return GemvScalarKernel<T, 5>;
-    case 6:
-      return GemvScalarKernel<T, 6>;
-    case 7:
-      return GemvScalarKernel<T, 7>;
-    case 8:
-      return GemvScalarKernel<T, 8>;
-  }
-  return nullptr;
+  return ForBatch(batch, [](auto b) -> KernelFn {
+    return GemvScalarKernel<T, decltype(b)::value>;
+  });
 }
 
 template <typename T>
 KernelFn MmaKernelFor(int64_t batch) {
-  switch (batch) {
-    case 1:
-      return GemvMmaKernel<T, 1>;
-    case 2:
-      return GemvMmaKernel<T, 2>;
-    case 3:
-      return GemvMmaKernel<T, 3>;
-    case 4:
-      return GemvMmaKernel<T, 4>;
-    case 5:
-      return GemvMmaKernel<T, 5>;
-    case 6:
-      return GemvMmaKernel<T, 6>;
-    case 7:
-      return GemvMmaKernel<T, 7>;
-    case 8:
-      return GemvMmaKernel<T, 8>;
-  }
-  return nullptr;
+  return ForBatch(batch, [](auto b) -> KernelFn {
+    return GemvMmaKernel<T, decltype(b)::value>;
+  });
 }
 
 template <typename T>
