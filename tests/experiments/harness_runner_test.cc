@@ -418,6 +418,21 @@ TEST(HarnessRunnerTest, AResultsWriteFailureIsAnErrorNamingTheFile) {
                                     ": write failed: "));
 }
 
+// fsync of a character device fails (EINVAL on Linux), so a results file
+// that is a link to /dev/null takes every write and fails the first sync.
+TEST(HarnessRunnerTest, AResultsSyncFailureIsAnErrorNamingTheFile) {
+  TempDir dir;
+  const LoadedConfig config = Config(dir);
+  std::filesystem::create_directories(dir.path("out"));
+  std::filesystem::create_symlink("/dev/null", dir.path("out/results.jsonl"));
+  auto summary =
+      RunExperiment(config, FakeMetrics(), FakeOpener(), Options(dir));
+  ASSERT_FALSE(summary.ok());
+  EXPECT_THAT(std::string(summary.status().message()),
+              ::testing::StartsWith(dir.path("out/results.jsonl") +
+                                    ": fsync failed: "));
+}
+
 TEST(HarnessRunnerTest, OneWriterPerResultsFile) {
   TempDir dir;
   const LoadedConfig config = Config(dir);
