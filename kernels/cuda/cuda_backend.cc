@@ -1,3 +1,6 @@
+// CudaBackend's core: creation, steps and their CUDA graphs, index staging,
+// downloads, embedding and argmax. The ops by kind live beside it:
+// cuda_backend_{linear,attention,sparse,tokens,side,stack}.cc.
 #include "kernels/cuda/cuda_backend.h"
 
 #include <algorithm>
