@@ -8,16 +8,9 @@
 // work, and the inputs of the Linear and TopK ops it issues, are held until
 // the join: the pool hands freed blocks out again in main-stream order.
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/op_signature.h"
 
 namespace dynsparse::cuda {
-namespace {
-
-// Tape codes (op_signature.h numbers the other ops from 1).
-constexpr uint64_t kOpBeginSideWork = 0x51de0001;
-constexpr uint64_t kOpEndSideWork = 0x51de0002;
-constexpr uint64_t kOpWaitSideWork = 0x51de0003;
-
-}  // namespace
 
 void CudaBackend::BeginSideWork() {
   DS_CHECK(!in_side_work_) << "CudaBackend: side work does not nest";

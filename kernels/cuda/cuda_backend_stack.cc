@@ -17,8 +17,6 @@
 namespace dynsparse::cuda {
 namespace {
 
-constexpr uint64_t kOpDecodeStack = 0x57ac0001;
-
 // A dense row-major CUDA tensor of `dtype` and shape {rows, cols} (cols < 0:
 // rank 1 of `rows`), 16-byte aligned.
 bool Fits(const Tensor& t, DType dtype, int64_t rows, int64_t cols) {

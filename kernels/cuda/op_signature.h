@@ -49,6 +49,11 @@ enum OpCode : uint64_t {
   kOpEmbedIds,
   kOpGatherMlp,
   kOpLinearBatched,
+  // Side-stream work (cuda_backend_side.cc; a wait adds its token << 32).
+  kOpBeginSideWork = 0x51de0001,
+  kOpEndSideWork,
+  kOpWaitSideWork,
+  kOpDecodeStack = 0x57ac0001,  // cuda_backend_stack.cc
 };
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
