@@ -171,6 +171,38 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     ASSERT_TRUE(host.ok());
     const int32_t* ints = host->data<int32_t>();
     EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
+
+    // The same keys as a byte mask over the rows in place (key_mask): the
+    // NaN rows are loaded and must be dropped; merged in a cluster too
+    // where the cache is short enough.
+    std::vector<uint8_t> mask(c.capacity, 0);
+    for (int32_t key : keys) mask[key] = 1;
+    absl::StatusOr<Tensor> dmask =
+        AllocateDevice(ctx(), DType::kI32, {(c.capacity + 3) / 4});
+    ASSERT_TRUE(dmask.ok()) << dmask.status();
+    ASSERT_EQ(cudaMemcpy(dmask->raw_data(), mask.data(), mask.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    args.key_rows = nullptr;
+    args.key_mask = static_cast<const uint8_t*>(dmask->raw_data());
+    args.num_keys = c.capacity;
+    Tensor mask_scratch =
+        PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
+    for (bool cluster : {false, true}) {
+      Tensor mask_out = PoisonedDevice(DType::kF32, ref.shape());
+      args.out = &mask_out;
+      args.counters = nullptr;
+      args.cluster_merge = cluster;
+      ASSERT_TRUE(
+          DecodeAttention(ctx(), args, mask_scratch.data<float>()).ok());
+      EXPECT_LT(testutil::RelativeError(Download(mask_out), ref.ToF32Vector()),
+                1e-5)
+          << "key mask, cluster " << cluster << " " << SeedMessage();
+    }
+    args.cluster_merge = false;
+    // A mask with a key list, or for prefill rows, is refused.
+    args.key_rows = dkeys.data<int32_t>();
+    EXPECT_FALSE(DecodeAttention(ctx(), args, mask_scratch.data<float>()).ok());
   }
 }
 
@@ -253,15 +285,18 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 
 // Keeps positions p % 3 != 1 before every layer >= 1 in the prompt's step
 // and everything in decode steps (so decode revives what the prompt
-// dropped); reads the probe every time and records it per (step, layer): a
+// dropped); with `drop_tenths` it keeps p % 10 != 1 in every step instead
+// (dense key lists: CudaBackend's masked decode attention). Reads the
+// probe every time and records it per (step, layer): a
 // decode step CudaBackend tried to capture as a CUDA graph is discarded and
 // rerun eagerly, and the rerun's probe replaces the discarded one. `early`:
 // MayProbeBefore (CudaBackend::StartRead / FinishRead); with
 // `skip_layer_2` the probe started for layer 2 goes unread.
 class EveryThirdDropped : public Method {
  public:
-  EveryThirdDropped(bool early = false, bool skip_layer_2 = false)
-      : early_(early), skip_layer_2_(skip_layer_2) {}
+  EveryThirdDropped(bool early = false, bool skip_layer_2 = false,
+                    bool drop_tenths = false)
+      : early_(early), skip_layer_2_(skip_layer_2), drop_tenths_(drop_tenths) {}
   std::string name() const override { return "every-third-dropped"; }
   absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
@@ -274,10 +309,11 @@ class EveryThirdDropped : public Method {
     const absl::Span<const float> probe = candidates.LastQueryAttention();
     probes[{candidates.first_new(), site.layer}].assign(probe.begin(),
                                                         probe.end());
-    if (candidates.first_new() != 0) return;
+    if (candidates.first_new() != 0 && !drop_tenths_) return;
     keep->all = false;
+    const int32_t period = drop_tenths_ ? 10 : 3;
     for (size_t i = 0; i < candidates.positions().size(); ++i) {
-      if (candidates.positions()[i] % 3 != 1) {
+      if (candidates.positions()[i] % period != 1) {
         keep->keep_rows.push_back(static_cast<int32_t>(i));
       }
     }
@@ -287,6 +323,7 @@ class EveryThirdDropped : public Method {
  private:
   bool early_;
   bool skip_layer_2_;
+  bool drop_tenths_;
 };
 
 // Early probes: `early` downloads each probe while the previous layer's
@@ -294,9 +331,11 @@ class EveryThirdDropped : public Method {
 // CudaBackend's K/V in f16 (the CPU keeps f32): `tolerance` covers that.
 void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
                                   DType weights = DType::kF32,
-                                  double tolerance = 3e-3) {
+                                  double tolerance = 3e-3,
+                                  bool drop_tenths = false) {
   SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2,
-                            " weights ", DTypeName(weights)));
+                            " weights ", DTypeName(weights), " drop_tenths ",
+                            drop_tenths));
   auto backend = CudaBackend::Create();
   ASSERT_TRUE(backend.ok()) << backend.status();
   LoadOptions options;
@@ -307,8 +346,8 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
   auto device = (*backend)->UploadWeights(model->weights);
   ASSERT_TRUE(device.ok()) << device.status();
   CpuBackend cpu(2);
-  EveryThirdDropped cpu_method(false, skip_layer_2),
-      cuda_method(early, skip_layer_2);
+  EveryThirdDropped cpu_method(false, skip_layer_2, drop_tenths),
+      cuda_method(early, skip_layer_2, drop_tenths);
   const int64_t prompt = 300, steps = 6;  // >= 256 rows: tensor cores
   Session on_cpu(model->config, model->weights, cpu, cpu_method,
                  prompt + steps);
@@ -333,7 +372,7 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
               tolerance)
         << "decode step " << s;
   }
-  EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
+  if (!drop_tenths) EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
   EXPECT_EQ(on_cuda.token_state()->stats().computed,
             on_cpu.token_state()->stats().computed);
   ASSERT_EQ(cuda_method.probes.size(), cpu_method.probes.size());
@@ -352,6 +391,9 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   // The f16 cache through keyed attention, probes and revival (f16 weights
   // on both sides; HalfPrecisionLogitsMatchCpu's bound for f16).
   CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3);
+  // Decode steps over 9/10 of the keys: the masked decode attention.
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 3e-3, true);
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3, true);
 }
 
 }  // namespace
