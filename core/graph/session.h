@@ -57,10 +57,11 @@ class Session {
   const KvCache& cache() const { return cache_; }
   // Token pruning state (null unless the method selects tokens).
   const TokenState* token_state() const { return tokens_.get(); }
-  // Times the phases of later decode steps (token_profile.h); no-op unless
-  // the method selects tokens.
-  void EnableTokenProfile() {
-    if (tokens_ != nullptr) tokens_->EnableProfile();
+  // Times the phases of later decode steps (token_profile.h), waiting for
+  // the device at each or, `host_only`, never; no-op unless the method
+  // selects tokens.
+  void EnableTokenProfile(bool host_only = false) {
+    if (tokens_ != nullptr) tokens_->EnableProfile(host_only);
   }
 
  private:

@@ -117,23 +117,27 @@ absl::Status ApplySelection(const TokenSelection& keep, int64_t layer,
 // Wall time between the phase boundaries of a profiled step. Each Lap
 // first waits for the device (a 4-byte read of x), so a phase is charged the
 // device work it issued; `issue_ms` gets the host's part (until the wait).
-// Off (no profile): does nothing.
+// Host only: no waits, each phase is the host's time. Off (no profile):
+// does nothing.
 class PhaseClock {
  public:
   using Clock = std::chrono::steady_clock;
 
   // Starts from an idle device (waits for what x's producers issued).
-  PhaseClock(Backend& backend, bool on, const Tensor& x)
-      : backend_(backend), on_(on) {
-    if (on_) Wait(x);
+  PhaseClock(Backend& backend, bool on, bool host_only, const Tensor& x)
+      : backend_(backend), on_(on), wait_(on && !host_only) {
+    if (wait_) Wait(x);
     start_ = last_ = Clock::now();
   }
 
   void Lap(const Tensor& x, double* ms, double* issue_ms = nullptr) {
     if (!on_) return;
     const Clock::time_point issued = Clock::now();
-    Wait(x);
-    const Clock::time_point done = Clock::now();
+    Clock::time_point done = issued;
+    if (wait_) {
+      Wait(x);
+      done = Clock::now();
+    }
     *ms += Ms(done - last_);
     if (issue_ms != nullptr) *issue_ms += Ms(issued - last_);
     last_ = done;
@@ -150,6 +154,7 @@ class PhaseClock {
 
   Backend& backend_;
   bool on_;
+  bool wait_;
   Clock::time_point start_, last_;
 };
 
@@ -207,7 +212,8 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
   TokenProfile* profile = phase == Phase::kDecode ? state.profile() : nullptr;
   TokenProfile unused;  // Laps of an unprofiled step go nowhere.
   TokenProfile& times = profile != nullptr ? *profile : unused;
-  PhaseClock clock(backend_, profile != nullptr, *x);
+  PhaseClock clock(backend_, profile != nullptr,
+                   profile != nullptr && profile->host_only, *x);
 
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     int64_t revived = 0;
@@ -218,10 +224,16 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
           live.begin();
       const std::vector<int32_t>& keys = live;
       Candidates candidates(keys, first_new, first_protected, [&, layer] {
+        const auto wait_start = std::chrono::steady_clock::now();
         Tensor started = FinishProbe(layer);
-        return started.empty()
-                   ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
-                   : started;
+        Tensor probe = started.empty()
+                           ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
+                           : started;
+        times.probe_wait_ms +=
+            std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now() - wait_start)
+                .count();
+        return probe;
       });
       TokenSelection keep;
       method_.SelectTokens({layer, phase}, candidates, &keep);

@@ -6,6 +6,9 @@
 // read), so each phase is charged the device work it issued, but host and
 // device no longer overlap: profiled steps run slower than plain ones. Read
 // the phases as a split of a step, and time the step itself unprofiled.
+// A host-only profile (`--token-profile-host`) never waits: each phase is
+// the host's own time at full speed, which is what a device left idle after
+// a probe's download is waiting for.
 #ifndef DYNSPARSE_CORE_GRAPH_TOKEN_PROFILE_H_
 #define DYNSPARSE_CORE_GRAPH_TOKEN_PROFILE_H_
 
@@ -22,11 +25,13 @@ struct TokenProfile {
   static int Bucket(int64_t rows);
   static const char* BucketName(int bucket);
 
+  bool host_only = false;  // Phases without waiting for the device.
   int64_t steps = 0;
   double steps_ms = 0;   // Whole RunTokenLayers calls (all layers).
   double select_ms = 0;  // The probe, its read-back and the method's choice.
   double move_ms = 0;    // Row bookkeeping and moves (Aux Cache, next x).
   int64_t probes = 0;    // Selections that read the probe.
+  double probe_wait_ms = 0;  // The host blocked on the probes' downloads.
   std::array<double, kBuckets> layer_ms{};       // Until the device finished.
   std::array<double, kBuckets> layer_host_ms{};  // Issuing them (host).
   std::array<int64_t, kBuckets> layers{};

@@ -36,7 +36,9 @@ void TokenState::Clear() {
   std::fill(count_.begin(), count_.end(), 0);
   stats_ = TokenStats();
   stats_.layers = layers_;
+  const bool host_only = profile_.host_only;
   profile_ = TokenProfile();
+  profile_.host_only = host_only;
 }
 
 void TokenState::Truncate(int64_t length) {

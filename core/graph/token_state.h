@@ -86,7 +86,10 @@ class TokenState {
 
   // Opt-in phase timing of decode steps (token_profile.h); null when off.
   // Cleared with the sequence, rolled back with a discarded step.
-  void EnableProfile() { profiling_ = true; }
+  void EnableProfile(bool host_only) {
+    profiling_ = true;
+    profile_.host_only = host_only;
+  }
   TokenProfile* profile() { return profiling_ ? &profile_ : nullptr; }
   const TokenProfile* profile() const {
     return profiling_ ? &profile_ : nullptr;

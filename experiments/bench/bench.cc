@@ -200,7 +200,9 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
   for (int32_t& t : step) t = id(rng);
 
   Session session(config, weights, backend, method, capacity);
-  if (o.token_profile) session.EnableTokenProfile();
+  if (o.token_profile || o.token_profile_host) {
+    session.EnableTokenProfile(/*host_only=*/!o.token_profile);
+  }
   std::vector<double> ttft, device_ms, host_pass_ms, launch_ms;
   TokenWork token_work;
   for (int64_t rep = 0; rep <= o.repeats; ++rep) {

@@ -28,6 +28,7 @@ struct BenchOptions {
   int64_t bandwidth_bytes = int64_t{1} << 30;  // Size of that copy.
   uint64_t seed = 1;                           // Prompt token ids.
   bool token_profile = false;  // Session::EnableTokenProfile (slows steps).
+  bool token_profile_host = false;  // The same, host time only (no waits).
   // How decode steps are fed (BenchResult::decode_loop): "greedy" (batch 1:
   // Session::DecodeGreedy, the token chosen on the device, the host one step
   // ahead where the backend pipelines steps) or "fixed" (fixed ids, each

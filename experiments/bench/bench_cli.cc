@@ -41,6 +41,9 @@ const std::vector<FlagSpec>& Specs() {
       {"token-profile", FlagKind::kSwitch,
        "token pruning: split decode steps into phases (token_profile); "
        "waits for the device at each phase, so steps run slower"},
+      {"token-profile-host", FlagKind::kSwitch,
+       "token pruning: the host's time in each phase of decode steps "
+       "(token_profile, host_only), without waiting for the device"},
       {"json", FlagKind::kSwitch, "print one JSON object"},
   };
   return *kSpecs;
@@ -64,6 +67,7 @@ absl::StatusOr<BenchResult> Run(const ParsedFlags& flags,
 
   BenchOptions options;
   options.token_profile = flags.Has("token-profile");
+  options.token_profile_host = flags.Has("token-profile-host");
   options.decode_loop = flags.Get("decode-loop");
   for (auto [name, field] : {std::pair{"prompt", &options.prompt},
                              {"new", &options.new_tokens},

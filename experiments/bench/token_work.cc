@@ -45,10 +45,12 @@ nlohmann::json TokenProfileJson(const TokenProfile& p) {
          {"ms_per_layer", p.layer_ms[b] / layers}});
   }
   return {{"steps", p.steps},
+          {"host_only", p.host_only},
           {"ms_per_step", p.steps_ms / steps},
           {"select_ms", p.select_ms / steps},
           {"move_ms", p.move_ms / steps},
           {"probes", static_cast<double>(p.probes) / steps},
+          {"probe_wait_ms", p.probe_wait_ms / steps},
           {"revived_token_layers", static_cast<double>(p.revived) / steps},
           {"by_rows", groups}};
 }

@@ -6,7 +6,8 @@
 # mask over NaN rows, the pruned session drops a tenth of the tokens in
 # every step), issue 7 item 3 at 4k / 8k / 16k with and without the mask
 # (run139_list.txt), and the kernel tables of late keys=cached steps
-# (run139_trace.txt; run 138's are the list's).
+# (run139_trace.txt; run 138's are the list's), and the host-only token
+# profile of keys=cached at 4k and 16k (bench --token-profile-host).
 RUN_LIST=results/bench/run139_list.txt RUN_NCU=0 \
   RUN_CTEST="-E ModelSized --timeout 300" \
   bash results/bench/device_run.sh

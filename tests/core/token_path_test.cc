@@ -289,6 +289,32 @@ TEST(TokenPathTest, ProfileAccountsForEveryDecodeRow) {
   EXPECT_GT(rows, layers);  // Revived rows beside each new token.
   EXPECT_EQ(p.revived, state.stats().revived);
   EXPECT_NEAR(phases, p.steps_ms, 1e-6 * p.steps_ms + 1e-9);
+  EXPECT_GT(p.probe_wait_ms, 0.0);
+  EXPECT_LE(p.probe_wait_ms, p.select_ms);
+
+  // Host only: the same steps, layers, rows and probes, phases that still
+  // add up to the step, and each layer's host time is all of its time.
+  auto host_lazy = Lazy({"schedule=2:0.6,4:0.5"}, c);
+  Session host_session(c, w, backend, *host_lazy, capacity);
+  host_session.EnableTokenProfile(/*host_only=*/true);
+  ASSERT_TRUE(host_session.Forward(prompt, 59).ok());
+  for (int s = 0; s < steps; ++s) {
+    ASSERT_TRUE(host_session.Forward({static_cast<int32_t>(s + 3)}, 0).ok());
+  }
+  const TokenProfile& h = *host_session.token_state()->profile();
+  EXPECT_TRUE(h.host_only);
+  EXPECT_FALSE(p.host_only);
+  EXPECT_EQ(h.steps, p.steps);
+  EXPECT_EQ(h.probes, p.probes);
+  EXPECT_EQ(h.revived, p.revived);
+  double host_phases = h.select_ms + h.move_ms;
+  for (int b = 0; b < TokenProfile::kBuckets; ++b) {
+    EXPECT_EQ(h.layers[b], p.layers[b]);
+    EXPECT_EQ(h.rows[b], p.rows[b]);
+    EXPECT_DOUBLE_EQ(h.layer_host_ms[b], h.layer_ms[b]);
+    host_phases += h.layer_ms[b];
+  }
+  EXPECT_NEAR(host_phases, h.steps_ms, 1e-6 * h.steps_ms + 1e-9);
 }
 
 // A step the backend discards (CUDA graph mismatch) must leave no trace, or

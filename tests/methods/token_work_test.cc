@@ -80,6 +80,7 @@ TEST(TokenWorkTest, ProfileJsonAveragesPerStep) {
   p.select_ms = 2;
   p.move_ms = 1;
   p.probes = 12;
+  p.probe_wait_ms = 1;
   p.revived = 40;
   const int one = TokenProfile::Bucket(1), many = TokenProfile::Bucket(30);
   p.layers[one] = 8;
@@ -94,6 +95,8 @@ TEST(TokenWorkTest, ProfileJsonAveragesPerStep) {
   EXPECT_DOUBLE_EQ(j["select_ms"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(j["probes"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["revived_token_layers"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j["probe_wait_ms"].get<double>(), 0.25);
+  EXPECT_FALSE(j["host_only"].get<bool>());
   ASSERT_EQ(j["by_rows"].size(), 2u);
   const nlohmann::json& g = j["by_rows"][1];
   EXPECT_EQ(g["rows"], TokenProfile::BucketName(many));
