@@ -447,8 +447,12 @@ void Session::Attention(int64_t layer, Phase phase,
       args.num_keys = static_cast<int64_t>(live_keys_.size());
     }
     last_query_ = q.Rows(n - 1, n);
-    backend_.Attention(args);
+    // The next layer's probe reads only q and this layer's keys, so it
+    // starts before the attention: while the host waits for it and then
+    // selects, the device still has the attention, the O-projection and
+    // the MLP queued, not only the last two.
     if (!next_probe_keys_.empty()) StartNextProbe(layer);
+    backend_.Attention(args);
   }
   if (method_.observes()) {
     method_.ObserveHeads({layer, phase}, backend_.ToHost(context));

@@ -129,8 +129,9 @@ class Session {
   // The scoring probe (session_tokens.cc): the last query's attention
   // probabilities over `keys` of layer key_layer's cache, on the device.
   Tensor ProbeLastQuery(int64_t key_layer, absl::Span<const int32_t> keys);
-  // After layer l's attention, when next_probe_keys_ is set: the probe of
-  // layer l + 1, its download started (Method::MayProbeBefore).
+  // Once layer l's keys are written (before its attention), when
+  // next_probe_keys_ is set: the probe of layer l + 1, its download started
+  // (Method::MayProbeBefore).
   void StartNextProbe(int64_t layer);
   // The started probe's values (waiting for its download), or an empty
   // tensor when none was started for `layer`; never leaves one pending.

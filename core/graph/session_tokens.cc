@@ -316,7 +316,7 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
                        : absl::Span<const int32_t>(with_cached);
     }
     // live is the next layer's candidate set: its probe may start as soon
-    // as this layer's attention has written the keys.
+    // as this layer has written its keys.
     const bool probe_next = layer + 1 < config_.num_layers &&
                             method_.MayProbeBefore({layer + 1, phase});
     next_probe_keys_ =

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run 139 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root: LazyLLM's decode attention over a key list holding >= 7/8
-# of the rows read in place under a byte mask (attention.h key_mask). The
+# of the rows read in place under a byte mask (attention.h key_mask), and
+# the next layer's probe started before the attention instead of after it
+# (no switch: its effect is run 138's idle time against this run's). The
 # attention, token-op and backend CUDA tests (the keyed attention test
 # checks the mask over NaN rows, the pruned session drops a tenth of the
 # tokens in every step), issue 7 item 3 at 4k / 8k / 16k with the mask and
