@@ -88,14 +88,8 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
   a->head_dim = static_cast<int>(args.head_dim);
   a->q_stride = q_width;
   a->kv_stride = kv_width;
-  a->key_mask = args.key_mask;
-  if (args.key_mask != nullptr && (args.key_rows != nullptr || n > 8)) {
-    return absl::InvalidArgumentError(
-        "attention: a key mask is for decode rows without a key list");
-  }
-  const bool keyed = args.key_rows != nullptr || args.key_mask != nullptr;
   a->max_keys = static_cast<int>(args.k_cache->dim(0));
-  if (keyed) {
+  if (args.key_rows != nullptr) {
     if (args.num_keys < 0 || args.num_keys > args.k_cache->dim(0)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "attention: ", args.num_keys, " listed keys for a cache of ",
@@ -104,10 +98,11 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a) {
     a->max_keys = static_cast<int>(args.num_keys);
   }
   // Decode: chunks over the cache capacity, so a captured graph stays valid
-  // as the sequence grows; over the listed (or masked) keys only otherwise.
-  a->chunks = static_cast<int>(CeilDiv(
-      keyed ? std::max<int64_t>(args.num_keys, 1) : args.k_cache->dim(0),
-      DecodeChunkKeys(args)));
+  // as the sequence grows; over the listed keys only with a key list.
+  a->chunks = static_cast<int>(CeilDiv(args.key_rows != nullptr
+                                           ? std::max<int64_t>(args.num_keys, 1)
+                                           : args.k_cache->dim(0),
+                                       DecodeChunkKeys(args)));
   a->split_keys = 0;
   a->scale = args.scale;
   // Four elements: 16 bytes of f32, 8 of f16.

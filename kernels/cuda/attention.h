@@ -44,11 +44,6 @@ struct DeviceAttentionArgs {
   // num_keys), device i32, ascending; each row sits at its own position and
   // is visible to query i iff key_rows[j] <= positions[i]. Null: every row.
   const int32_t* key_rows = nullptr;
-  // Decode only, instead of key_rows: key j is cache row j and counts iff
-  // key_mask[j] != 0 (device bytes, num_keys of them). The K/V loads do not
-  // wait for an index this way; rows the mask leaves out are loaded and
-  // discarded, so they may hold anything (NaN included).
-  const uint8_t* key_mask = nullptr;
   int64_t num_keys = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;

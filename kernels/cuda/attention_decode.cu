@@ -198,16 +198,6 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
     }
   }
-  // Bit j: the warp's key j counts (key_mask). Read while the K/V loads are
-  // in flight: their addresses do not depend on it, as with a key list. (A
-  // new row's decode never has a mask; its kernels stay as they were.)
-  uint32_t counted = ~0u;
-  if constexpr (!kNewRow) {
-    if (a.key_mask != nullptr) {
-      const int key = key0 + lane % kKeysPerWarp;
-      counted = __ballot_sync(0xffffffffu, key < limit && a.key_mask[key] != 0);
-    }
-  }
   if (a.early_kv) PdlWait();  // The loads above are in flight.
   float q[kCols];
   if constexpr (kNewRow) {
@@ -246,7 +236,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
 #pragma unroll
     for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j].at(c);
     dot = WarpSum(dot);
-    s[j] = live[j] && (counted >> j & 1u) != 0 ? dot : -INFINITY;
+    s[j] = live[j] ? dot : -INFINITY;
     m = fmaxf(m, s[j]);
   }
   float l = 0.f;
@@ -256,11 +246,6 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   if (m != -INFINITY) {
 #pragma unroll
     for (int j = 0; j < kKeysPerWarp; ++j) {
-      // A key left out adds nothing, and its values (a masked row's may be
-      // NaN) are not touched.
-      if constexpr (!kNewRow) {
-        if (s[j] == -INFINITY) continue;
-      }
       const float p = expf(s[j] - m);
       l += p;
 #pragma unroll
@@ -454,8 +439,8 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
                           int64_t chunk_keys) {
   KernelArgs a = args;
   // Head ids and key lists may come from side work joined just before this
-  // launch, so only plain and masked decode prefetch (0.4-0.7% of a dense
-  // decode step, results/bench/h200_run58): they read the positions only.
+  // launch, so only plain decode prefetches (0.4-0.7% of a dense decode
+  // step, results/bench/h200_run58).
   a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
                   ctx.programmatic_launch();
   const dim3 grid(static_cast<unsigned>(a.chunks),
@@ -572,8 +557,7 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
                                        float* scratch) {
   KernelArgs a;
   if (absl::Status s = CheckArgs(args, &a); !s.ok()) return s;
-  if (a.n != 1 || args.key_rows != nullptr || args.key_mask != nullptr ||
-      args.head_ids != nullptr) {
+  if (a.n != 1 || args.key_rows != nullptr || args.head_ids != nullptr) {
     return absl::InvalidArgumentError(
         "attention: a new row is one query row over the whole cache");
   }

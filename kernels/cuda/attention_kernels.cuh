@@ -68,8 +68,6 @@ struct KernelArgs {
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
   bool cluster_merge = false;
-  // Decode: key j counts iff key_mask[j] != 0 (DeviceAttentionArgs).
-  const uint8_t* key_mask = nullptr;
 };
 
 // A cache pointer of KernelArgs as the kernel's element type.

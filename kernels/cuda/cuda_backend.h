@@ -238,13 +238,6 @@ class CudaBackend : public Backend {
                           absl::Span<Tensor* const> y);
   // x (f32) rounded to `dtype` in a step tensor: what cuBLAS reads.
   Tensor RoundedInput(const Tensor& x, DType dtype, const char* op);
-  // A decode attention over `keys` (ascending) reads the cache rows in
-  // place under a byte mask (CudaBackendOptions::masked_key_decode).
-  bool MasksKeys(absl::Span<const int32_t> keys) const;
-  // The mask of rows 0..keys.back() that `keys` lists, staged as indices
-  // are (its bytes in key_mask_words_).
-  const uint8_t* StageKeyMask(absl::Span<const int32_t> keys,
-                              uint64_t* signature);
   // With `new_row`, DecodeAttentionWithNewRow.
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op,
@@ -352,7 +345,6 @@ class CudaBackend : public Backend {
   Tensor device_indices_;  // i32 [kIndexArenaInts]
   int64_t arena_used_ = 0;
   std::vector<Staged> staged_;
-  std::vector<int32_t> key_mask_words_;  // StageKeyMask's bytes, as ints.
 
   // Downloads (ToHost inside a step): two halves of pinned_out_bytes_.
   void* pinned_out_ = nullptr;

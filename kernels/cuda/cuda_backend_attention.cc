@@ -89,37 +89,14 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
         op);
 }
 
-bool CudaBackend::MasksKeys(absl::Span<const int32_t> keys) const {
-  // At most 1/8 of the rows up to the last key are read for nothing.
-  return options_.masked_key_decode &&
-         static_cast<int64_t>(keys.size()) * 8 >=
-             (static_cast<int64_t>(keys.back()) + 1) * 7;
-}
-
-const uint8_t* CudaBackend::StageKeyMask(absl::Span<const int32_t> keys,
-                                         uint64_t* signature) {
-  const int64_t span = keys.back() + 1;
-  key_mask_words_.assign(static_cast<size_t>((span + 3) / 4), 0);
-  uint8_t* mask = reinterpret_cast<uint8_t*>(key_mask_words_.data());
-  for (const int32_t key : keys) mask[key] = 1;
-  *signature = Mix(*signature, kOpAttentionKeyMask);
-  return reinterpret_cast<const uint8_t*>(
-      StageIndices(key_mask_words_, signature));
-}
-
 void CudaBackend::Attention(const AttentionArgs& args) {
   const int64_t n = args.q->dim(0);
   uint64_t sig = kOpAttention;
   DeviceAttentionArgs d = DeviceArgs(args, &sig);
   if (!args.key_positions.empty()) {  // Token pruning: the live keys only.
     if (!EagerOnly()) return;
-    if (n <= 8 && MasksKeys(args.key_positions)) {
-      d.key_mask = StageKeyMask(args.key_positions, &sig);
-      d.num_keys = args.key_positions.back() + 1;
-    } else {
-      d.key_rows = StageIndices(args.key_positions, &sig);
-      d.num_keys = args.num_keys;
-    }
+    d.key_rows = StageIndices(args.key_positions, &sig);
+    d.num_keys = args.num_keys;
   }
   if (n <= 8) {
     // Split-K decode; the grid depends only on the cache capacity, so the

@@ -148,14 +148,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // A decode attention over a key list that holds at least 7/8 of the cache
-  // rows up to its last key (LazyLLM late in a generation, keys=cached)
-  // reads the rows in place and skips the others by a byte mask
-  // (attention.h key_mask), so no K/V load waits for an index. The list's
-  // indirection cost a Llama-2-7B layer 143 against 118 us at 16k keys
-  // (H200, results/bench/h200_run138). DYNSPARSE_CUDA_KEY_MASK=0 keeps the
-  // list (A/B timing).
-  bool masked_key_decode = true;
 };
 
 }  // namespace dynsparse::cuda

@@ -171,38 +171,6 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
     ASSERT_TRUE(host.ok());
     const int32_t* ints = host->data<int32_t>();
     EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
-
-    // The same keys as a byte mask over the rows in place (key_mask): the
-    // NaN rows are loaded and must be dropped; merged in a cluster too
-    // where the cache is short enough.
-    std::vector<uint8_t> mask(c.capacity, 0);
-    for (int32_t key : keys) mask[key] = 1;
-    absl::StatusOr<Tensor> dmask =
-        AllocateDevice(ctx(), DType::kI32, {(c.capacity + 3) / 4});
-    ASSERT_TRUE(dmask.ok()) << dmask.status();
-    ASSERT_EQ(cudaMemcpy(dmask->raw_data(), mask.data(), mask.size(),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-    args.key_rows = nullptr;
-    args.key_mask = static_cast<const uint8_t*>(dmask->raw_data());
-    args.num_keys = c.capacity;
-    Tensor mask_scratch =
-        PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
-    for (bool cluster : {false, true}) {
-      Tensor mask_out = PoisonedDevice(DType::kF32, ref.shape());
-      args.out = &mask_out;
-      args.counters = nullptr;
-      args.cluster_merge = cluster;
-      ASSERT_TRUE(
-          DecodeAttention(ctx(), args, mask_scratch.data<float>()).ok());
-      EXPECT_LT(testutil::RelativeError(Download(mask_out), ref.ToF32Vector()),
-                1e-5)
-          << "key mask, cluster " << cluster << " " << SeedMessage();
-    }
-    args.cluster_merge = false;
-    // A mask with a key list, or for prefill rows, is refused.
-    args.key_rows = dkeys.data<int32_t>();
-    EXPECT_FALSE(DecodeAttention(ctx(), args, mask_scratch.data<float>()).ok());
   }
 }
 
@@ -286,7 +254,7 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 // Keeps positions p % 3 != 1 before every layer >= 1 in the prompt's step
 // and everything in decode steps (so decode revives what the prompt
 // dropped); with `drop_tenths` it keeps p % 10 != 1 in every step instead
-// (dense key lists: CudaBackend's masked decode attention). Reads the
+// (decode steps over key lists of nine tenths of the context). Reads the
 // probe every time and records it per (step, layer): a
 // decode step CudaBackend tried to capture as a CUDA graph is discarded and
 // rerun eagerly, and the rerun's probe replaces the discarded one. `early`:
@@ -391,7 +359,7 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   // The f16 cache through keyed attention, probes and revival (f16 weights
   // on both sides; HalfPrecisionLogitsMatchCpu's bound for f16).
   CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3);
-  // Decode steps over 9/10 of the keys: the masked decode attention.
+  // Decode steps over key lists of 9/10 of the context, no revival.
   CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 3e-3, true);
   CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3, true);
 }
