@@ -172,6 +172,11 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
         "--batch ",
         o.batch, " needs --decode-loop fixed"));
   }
+  if (o.token_profile && o.token_profile_host) {
+    return absl::InvalidArgumentError(
+        "bench: --token-profile (waits for the device at each phase) and "
+        "--token-profile-host (never waits) exclude each other");
+  }
   const int64_t capacity = o.prompt + o.new_tokens * o.batch;
   BenchResult r;
   r.device = DeviceName(backend.device());
@@ -201,7 +206,7 @@ absl::StatusOr<BenchResult> RunBench(const ModelConfig& config,
 
   Session session(config, weights, backend, method, capacity);
   if (o.token_profile || o.token_profile_host) {
-    session.EnableTokenProfile(/*host_only=*/!o.token_profile);
+    session.EnableTokenProfile(/*host_only=*/o.token_profile_host);
   }
   std::vector<double> ttft, device_ms, host_pass_ms, launch_ms;
   TokenWork token_work;

@@ -127,6 +127,21 @@ TEST(BenchTest, RejectsNonPositiveSizes) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The two token profiles time differently; asking for both is an error
+// naming the flags.
+TEST(BenchTest, RejectsBothTokenProfiles) {
+  const ModelConfig config = TinyLlama();
+  const ModelWeights weights = RandomWeights(config, 3, DType::kF32);
+  CpuBackend backend(1);
+  Dense dense;
+  BenchOptions o;
+  o.token_profile = true;
+  o.token_profile_host = true;
+  const absl::Status s = RunBench(config, weights, backend, dense, o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--token-profile-host"), std::string::npos) << s;
+}
+
 // Both decode loops time every step; a bad loop name, and the greedy loop
 // with more than one row a step, are errors naming the flag.
 TEST(BenchTest, DecodeLoopsAndTheirErrors) {

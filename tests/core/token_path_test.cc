@@ -270,9 +270,12 @@ TEST(TokenPathTest, ProfileAccountsForEveryDecodeRow) {
   const TokenState& state = *session.token_state();
   const int64_t after_prefill = TotalComputations(state, c, capacity);
   const int steps = 12;
-  for (int s = 0; s < steps; ++s) {
-    ASSERT_TRUE(session.Forward({static_cast<int32_t>(s + 3)}, 0).ok());
-  }
+  const auto decode = [&](Session& on) {
+    for (int s = 0; s < steps; ++s) {
+      ASSERT_TRUE(on.Forward({static_cast<int32_t>(s + 3)}, 0).ok());
+    }
+  };
+  decode(session);
   const TokenProfile& p = *state.profile();
   EXPECT_EQ(p.steps, steps);
   EXPECT_EQ(p.probes, steps * 2);  // Two boundaries, each probed.
@@ -298,9 +301,7 @@ TEST(TokenPathTest, ProfileAccountsForEveryDecodeRow) {
   Session host_session(c, w, backend, *host_lazy, capacity);
   host_session.EnableTokenProfile(/*host_only=*/true);
   ASSERT_TRUE(host_session.Forward(prompt, 59).ok());
-  for (int s = 0; s < steps; ++s) {
-    ASSERT_TRUE(host_session.Forward({static_cast<int32_t>(s + 3)}, 0).ok());
-  }
+  decode(host_session);
   const TokenProfile& h = *host_session.token_state()->profile();
   EXPECT_TRUE(h.host_only);
   EXPECT_FALSE(p.host_only);
