@@ -76,6 +76,11 @@ struct DeviceAttentionArgs {
   // through distributed shared memory (scratch and counters unused); other
   // decodes ignore it. Other summation order than the global merge.
   bool cluster_merge = false;
+  // Decode, outside the cluster merge: consecutive blocks take the heads of
+  // one key chunk, not the chunks of one head, so the blocks resident at a
+  // time read whole cache rows (every kv head's slice of the same keys)
+  // instead of one head's 256-byte slice of rows 8 KB apart. Same values.
+  bool heads_innermost = false;
   // Decode with a fused new row (DecodeAttentionWithNewRow), no head ids or
   // key list, programmatic dependent launch: the cached keys and values are
   // loaded before the kernel waits for the one that writes q, k and v.

@@ -8,7 +8,9 @@
 // instead, as a step's revived rows are (causal skipping then saves work;
 // the bytes are still counted as if every row read every key). The key list
 // is every cache row (keys=cached) or every 4th (about what keys=selected
-// keeps); "none" runs without a list, as dense decode does.
+// keeps); "none" runs without a list, as dense decode does. "chunks_first"
+// decodes walk one head's key chunks before the next head (attention.h
+// heads_innermost off).
 //
 //   dynsparse_cuda_benchmarks --benchmark_filter=attention
 #include <algorithm>
@@ -40,6 +42,9 @@ struct AttentionCase {
   AttentionKernel kernel;
   DType cache = DType::kF32;
   bool spread = false;  // rows evenly over the cache, not at its end
+  // Decode: the grid walks one head's chunks first (the order before
+  // DeviceAttentionArgs::heads_innermost, which CudaBackend sets).
+  bool chunks_first = false;
 };
 
 const char* KernelName(AttentionKernel k) {
@@ -123,6 +128,7 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
   if (c.kernel == AttentionKernel::kDecode) {
     args.k_cache = &k_caches[0];
     args.v_cache = &v_caches[0];
+    args.heads_innermost = !c.chunks_first;
     scratch = allocate(DType::kF32, {DecodeAttentionScratchFloats(args)});
     counters = allocate(DType::kI32, {DecodeAttentionCounters(args)});
     if (ok.ok()) ok.Update(FillBytes(ctx, 0, &counters));
@@ -168,8 +174,9 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
     const std::string list =
         c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
     const std::string name = absl::StrFormat(
-        "attention/%s/rows%d%s/cache%d/%s/%s", KernelName(c.kernel), c.rows,
-        c.spread ? "spread" : "", c.cache_rows, list, DTypeName(c.cache));
+        "attention/%s/rows%d%s/cache%d/%s/%s%s", KernelName(c.kernel), c.rows,
+        c.spread ? "spread" : "", c.cache_rows, list, DTypeName(c.cache),
+        c.chunks_first ? "/chunks_first" : "");
     benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
         ->UseManualTime()
         ->Iterations(bench::kIterations)
@@ -177,8 +184,10 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
   };
   for (int64_t cache : {4096, 16384}) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
-      add({1, cache, 0, AttentionKernel::kDecode, dtype});
-      add({1, cache, 1, AttentionKernel::kDecode, dtype});
+      for (int64_t every : {0, 1}) {
+        add({1, cache, every, AttentionKernel::kDecode, dtype});
+        add({1, cache, every, AttentionKernel::kDecode, dtype, false, true});
+      }
     }
     // Revived rows: 9-64 in most layers that have any, 65-255 in a few.
     for (int64_t rows : {16, 32, 64, 128, 200}) {

@@ -286,18 +286,23 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
 // position), prefetched into L2 while the previous kernel finishes: they do
 // not depend on it, and under PDL this block is often resident before it
 // ends. Hints only: a stale position just prefetches other cache rows.
+// With a key list, the listed rows (copied from the host before this kernel
+// could start, so readable before the wait).
 template <int kChunkKeys, typename KvT>
-__device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
+__device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a, int chunk,
+                                                 int h) {
   constexpr int kLineElems = 128 / static_cast<int>(sizeof(KvT));
   const int pos = a.positions[blockIdx.z];
-  const int key_begin = blockIdx.x * kChunkKeys;
-  const int key_end = min(min(pos, a.max_keys), key_begin + kChunkKeys);
+  const int key_begin = chunk * kChunkKeys;
+  const int key_end =
+      min(a.key_rows == nullptr ? min(pos, a.max_keys) : a.max_keys,
+          key_begin + kChunkKeys);
   // 128-byte lines a row.
   const int lines = (a.head_dim + kLineElems - 1) / kLineElems;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.y / a.group) * a.head_dim;
+  const int64_t col0 = static_cast<int64_t>(h / a.group) * a.head_dim;
   for (int i = threadIdx.x; i < 2 * lines * (key_end - key_begin);
        i += kThreads) {
-    const int key = key_begin + i / (2 * lines);
+    const int key = KeyRow(a, key_begin + i / (2 * lines));
     const KvT* cache = KvPtr<KvT>((i & 1) != 0 ? a.v : a.k);
     const KvT* p = cache + static_cast<int64_t>(key) * a.kv_stride + col0 +
                    kLineElems * ((i >> 1) % lines);
@@ -329,14 +334,22 @@ __device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
 // one, the grid covers the listed keys only (their count is known on the
 // host: token steps run eagerly) and each key is checked against the row's
 // position where it is loaded, so no block searches the list.
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
+// kHeadsInner (DeviceAttentionArgs::heads_innermost): blockIdx.x is the
+// head and blockIdx.y the chunk. A template argument, so the chunks-first
+// kernel it is measured against compiles as before it existed (95 registers
+// for 128-key f16 chunks; with the block's chunk and head computed before
+// the wait, ptxas took 80 and spilled).
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT, bool kHeadsInner>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  if (a.prefetch_kv && !a.early_kv) {
+    PrefetchCachedKv<kChunkKeys, KvT>(a, kHeadsInner ? blockIdx.y : blockIdx.x,
+                                      kHeadsInner ? blockIdx.x : blockIdx.y);
+  }
   if (!a.early_kv) PdlWait();
-  const int chunk = blockIdx.x;
-  const int h = blockIdx.y;
+  const int chunk = kHeadsInner ? blockIdx.y : blockIdx.x;
+  const int h = kHeadsInner ? blockIdx.x : blockIdx.y;
   const int row = blockIdx.z;
   const int pos = a.positions[row];
   const int limit =
@@ -382,7 +395,9 @@ __global__ void __launch_bounds__(kThreads)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  if (a.prefetch_kv && !a.early_kv) {
+    PrefetchCachedKv<kChunkKeys, KvT>(a, blockIdx.x, blockIdx.y);
+  }
   if (!a.early_kv) PdlWait();
   cg::cluster_group cluster = cg::this_cluster();
   const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
@@ -434,19 +449,41 @@ absl::Status FinishDecodeLaunch(DeviceContext& ctx, const KernelArgs& a) {
   return LaunchChunkMerge(ctx, a, ctx.programmatic_launch());
 }
 
+// DecodeAttentionKernel with the heads innermost in its grid, or the chunks.
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
+void LaunchDecodeKernel(DeviceContext& ctx, const KernelArgs& a,
+                        bool heads_innermost) {
+  // Grid dimension y holds at most 65535 blocks.
+  if (heads_innermost && a.chunks <= 65535) {
+    const dim3 grid(static_cast<unsigned>(a.heads),
+                    static_cast<unsigned>(a.chunks),
+                    static_cast<unsigned>(a.n));
+    LaunchKernel(ctx.programmatic_launch(),
+                 DecodeAttentionKernel<D, kNewRow, kKeysPerWarp, KvT, true>,
+                 grid, dim3(kThreads), 0, ctx.stream(), a);
+  } else {
+    const dim3 grid(static_cast<unsigned>(a.chunks),
+                    static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
+    LaunchKernel(ctx.programmatic_launch(),
+                 DecodeAttentionKernel<D, kNewRow, kKeysPerWarp, KvT, false>,
+                 grid, dim3(kThreads), 0, ctx.stream(), a);
+  }
+}
+
 template <int D, bool kNewRow, typename KvT>
 absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
-                          int64_t chunk_keys) {
+                          int64_t chunk_keys, bool heads_innermost) {
   KernelArgs a = args;
-  // Head ids and key lists may come from side work joined just before this
-  // launch, so only plain decode prefetches (0.4-0.7% of a dense decode
-  // step, results/bench/h200_run58).
-  a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
-                  ctx.programmatic_launch();
-  const dim3 grid(static_cast<unsigned>(a.chunks),
-                  static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
+  // Head ids may come from side work joined just before this launch, so
+  // decodes over head subsets do not prefetch (0.4-0.7% of a dense decode
+  // step, results/bench/h200_run58). A key list is staged from the host
+  // before any kernel that could still be running when this one starts.
+  a.prefetch_kv = a.head_ids == nullptr && ctx.programmatic_launch();
   if constexpr (D == 128) {
-    if (a.cluster_merge) {
+    if (a.cluster_merge) {  // Its cluster spans blockIdx.x: the chunks.
+      const dim3 grid(static_cast<unsigned>(a.chunks),
+                      static_cast<unsigned>(a.heads),
+                      static_cast<unsigned>(a.n));
       cudaLaunchAttribute attributes[2];
       const cudaLaunchConfig_t config =
           ClusterLaunchConfig(grid, dim3(kThreads), 0, ctx.stream(),
@@ -462,30 +499,20 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
   constexpr bool kLongChunks = !std::is_same_v<KvT, float> && D <= 128;
   if constexpr (kLongChunks) {
     if (chunk_keys == 2 * kDecodeKeysPerChunk) {
-      LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 16, KvT>, grid,
-                   dim3(kThreads), 0, ctx.stream(), a);
+      LaunchDecodeKernel<D, kNewRow, 16, KvT>(ctx, a, heads_innermost);
       return FinishDecodeLaunch(ctx, a);
     }
   }
   if constexpr (D == 128) {
     if (chunk_keys == 16) {
-      LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 2, KvT>, grid,
-                   dim3(kThreads), 0, ctx.stream(), a);
+      LaunchDecodeKernel<D, kNewRow, 2, KvT>(ctx, a, heads_innermost);
     } else if (chunk_keys == 32) {
-      LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 4, KvT>, grid,
-                   dim3(kThreads), 0, ctx.stream(), a);
+      LaunchDecodeKernel<D, kNewRow, 4, KvT>(ctx, a, heads_innermost);
     } else {
-      LaunchKernel(ctx.programmatic_launch(),
-                   DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
-                   dim3(kThreads), 0, ctx.stream(), a);
+      LaunchDecodeKernel<D, kNewRow, 8, KvT>(ctx, a, heads_innermost);
     }
   } else {
-    LaunchKernel(ctx.programmatic_launch(),
-                 DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
-                 dim3(kThreads), 0, ctx.stream(), a);
+    LaunchDecodeKernel<D, kNewRow, 8, KvT>(ctx, a, heads_innermost);
   }
   return FinishDecodeLaunch(ctx, a);
 }
@@ -546,7 +573,7 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, false, decltype(kv)>(
-          ctx, a, DecodeChunkKeys(args));
+          ctx, a, DecodeChunkKeys(args), args.heads_innermost);
     });
   });
 }
@@ -609,7 +636,7 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(
-          ctx, a, DecodeChunkKeys(args));
+          ctx, a, DecodeChunkKeys(args), args.heads_innermost);
     });
   });
 }

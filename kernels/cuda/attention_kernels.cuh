@@ -58,8 +58,8 @@ struct KernelArgs {
   float* k_out = nullptr;
   float* v_out = nullptr;
   // Decode: ask L2 for the block's cached keys and values before waiting on
-  // the kernel that writes q (LaunchDecode sets it where positions are the
-  // only index and they were staged before the step).
+  // the kernel that writes q (LaunchDecode sets it where the indices were
+  // staged from the host: positions and key lists, not head ids).
   bool prefetch_kv = false;
   // Decode with the new row fused (DecodeAttentionWithNewRow sets it): load
   // the block's cached keys and values into registers before waiting on the

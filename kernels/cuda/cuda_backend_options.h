@@ -148,6 +148,11 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
+  // Decode attention grids walk the heads of a key chunk before the next
+  // chunk (attention.h heads_innermost), so the blocks resident together
+  // read whole K/V cache rows. DYNSPARSE_CUDA_DECODE_HEADS_INNER=0 walks the
+  // chunks of a head first, as before (A/B timing).
+  bool decode_heads_innermost = true;
 };
 
 }  // namespace dynsparse::cuda

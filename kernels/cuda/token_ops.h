@@ -3,8 +3,9 @@
 // - CopyRowsDevice: dst[dst_rows[i]] = src[src_rows[i]] (compaction into the
 //   rows a layer computes, Aux Cache writes and revivals).
 // - LastQueryAttentionDevice: the scoring probe, one query row against a
-//   key list: scores per (head, key) (a warp per key), then per-head max and
-//   sum (a block per head), then the mean over heads of the probabilities.
+//   key list: scores per (head, key) (a half-warp per key, 16-byte loads)
+//   with each 64-key block's max and sum, then per-head max and sum from
+//   those (a block per head), then the mean over heads of the probabilities.
 //   O(heads x keys) scratch; the n x n matrix never exists.
 #ifndef DYNSPARSE_KERNELS_CUDA_TOKEN_OPS_H_
 #define DYNSPARSE_KERNELS_CUDA_TOKEN_OPS_H_
@@ -33,9 +34,15 @@ struct DeviceLastQueryArgs {
   Tensor* out = nullptr;  // f32 [num_keys]
 };
 
-// Floats of scratch the probe needs.
+// Blocks the probe's scores take per head (64 keys each).
+inline int64_t ProbeScoreBlocks(int64_t num_keys) {
+  return (num_keys + 63) / 64;
+}
+// Floats of scratch the probe needs: the scores, each score block's
+// (max, sum) and each head's.
 inline int64_t LastQueryScratchFloats(const DeviceLastQueryArgs& a) {
-  return a.num_heads * a.num_keys + 2 * a.num_heads;
+  return a.num_heads * a.num_keys +
+         2 * a.num_heads * ProbeScoreBlocks(a.num_keys) + 2 * a.num_heads;
 }
 absl::Status LastQueryAttentionDevice(DeviceContext& ctx,
                                       const DeviceLastQueryArgs& args,

@@ -446,6 +446,73 @@ TEST(TokenPathTest, LastQueryProbeMatchesAttentionRow) {
   EXPECT_NEAR(sum, 1.0f, 1e-6);
 }
 
+// keys=cached: every keyed attention's list is a part of a list announced
+// earlier in the step (Backend::StageAhead, the key lists of the layers up
+// to the next selection as one span), holding the same values then; fewer
+// announcements than keyed layers, and the logits of a run whose backend
+// ignores the announcements.
+class StageAheadRecorder : public CpuBackend {
+ public:
+  StageAheadRecorder() : CpuBackend(1) {}
+  void StageAhead(absl::Span<const int32_t> indices) override {
+    staged_ = std::vector<int32_t>(indices.begin(), indices.end());
+    staged_at_ = indices;
+    ++announced;
+  }
+  void Attention(const AttentionArgs& args) override {
+    if (!args.key_positions.empty()) {
+      ++keyed;
+      const auto begin = args.key_positions.data() - staged_at_.data();
+      const bool inside =
+          begin >= 0 &&
+          begin + static_cast<std::ptrdiff_t>(args.key_positions.size()) <=
+              static_cast<std::ptrdiff_t>(staged_at_.size());
+      if (!inside) {
+        ++outside;
+      } else if (!std::equal(args.key_positions.begin(),
+                             args.key_positions.end(),
+                             staged_.begin() + begin)) {
+        ++changed;
+      }
+    }
+    CpuBackend::Attention(args);
+  }
+  int announced = 0, keyed = 0, outside = 0, changed = 0;
+
+ private:
+  std::vector<int32_t> staged_;
+  absl::Span<const int32_t> staged_at_;
+};
+
+TEST(TokenPathTest, CachedKeyListsAreAnnouncedBeforeTheirLayers) {
+  const ModelConfig c = SixLayerLlama();
+  const ModelWeights w = RandomWeights(c, 4);
+  const std::vector<int32_t> prompt = RandomIds(64, c.vocab_size, 6);
+  const std::vector<std::string> args = {"schedule=2:0.5,4:0.5", "keys=cached"};
+  auto recorded_method = Lazy(args, c);
+  auto plain_method = Lazy(args, c);
+  StageAheadRecorder recorder;
+  CpuBackend plain(1);
+  Session recorded(c, w, recorder, *recorded_method, 128);
+  Session reference(c, w, plain, *plain_method, 128);
+  int32_t next = prompt.back();
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<int32_t> ids =
+        step == 0 ? prompt : std::vector<int32_t>{next};
+    auto a = recorded.Forward(ids, static_cast<int64_t>(ids.size()) - 1);
+    auto b = reference.Forward(ids, static_cast<int64_t>(ids.size()) - 1);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "step " << step;
+    const std::vector<float> logits = a->ToF32Vector();
+    next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
+                                logits.begin());
+  }
+  EXPECT_GT(recorder.keyed, 0);
+  EXPECT_EQ(recorder.outside, 0);
+  EXPECT_EQ(recorder.changed, 0);
+  EXPECT_LT(recorder.announced, recorder.keyed);
+}
+
 TEST(TokenPathTest, KeyedAttentionIsCausalByOriginalPosition) {
   // Listed keys give the same output as contiguous keys on a cache holding
   // only those rows, with masking by the listed positions.

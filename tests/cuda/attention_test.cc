@@ -118,6 +118,19 @@ TEST_P(AttentionTest, MatchesCpuReference) {
     const int32_t* ints = host->data<int32_t>();
     EXPECT_EQ(std::count(ints, ints + host->numel(), 0), host->numel());
   }
+  // The grid walking the heads of a chunk first: the blocks run in another
+  // order and merge in the same one, so the same bits, with both merges.
+  args.heads_innermost = true;
+  for (int32_t* counter_ints :
+       {args.counters, static_cast<int32_t*>(nullptr)}) {
+    args.counters = counter_ints;
+    Tensor heads_inner_out = PoisonedDevice(DType::kF32, ref.shape());
+    args.out = &heads_inner_out;
+    ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+    EXPECT_EQ(Download(heads_inner_out), two_kernel)
+        << "heads innermost, counters " << (counter_ints != nullptr);
+  }
+  args.heads_innermost = false;
   args.counters = nullptr;
 
   // The chunks merged in a cluster (head_dim 65..128, up to 8 chunks; the

@@ -149,7 +149,7 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
 
   if (c.rows <= 8) {
     // Split-K decode, its grid sized by the listed keys, with the in-kernel
-    // merge (counters) too.
+    // merge (counters) too, its grid walking chunks or heads first.
     args.k_cache = &dk_live;
     args.v_cache = &dv_live;
     Tensor scratch =
@@ -158,14 +158,18 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
         AllocateDevice(ctx(), DType::kI32, {DecodeAttentionCounters(args)});
     ASSERT_TRUE(counters.ok()) << counters.status();
     ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
-    for (bool merge_in_kernel : {false, true, true}) {
-      Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
-      args.out = &dec_out;
-      args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
-      ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
-      EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
-                1e-5)
-          << "merge in kernel " << merge_in_kernel << " " << SeedMessage();
+    for (bool heads_innermost : {false, true}) {
+      for (bool merge_in_kernel : {false, true, true}) {
+        Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
+        args.out = &dec_out;
+        args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
+        args.heads_innermost = heads_innermost;
+        ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+        EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
+                  1e-5)
+            << "merge in kernel " << merge_in_kernel << ", heads innermost "
+            << heads_innermost << " " << SeedMessage();
+      }
     }
     absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
     ASSERT_TRUE(host.ok());
@@ -189,20 +193,28 @@ INSTANTIATE_TEST_SUITE_P(
 
 class TokenOpsTest : public testutil::CudaTest {
  protected:
-  void CheckLastQueryProbe(DType cache);
+  void CheckLastQueryProbe(DType cache, int64_t heads, int64_t kv_heads,
+                           int64_t hd, int64_t capacity);
 };
 
-// On an f32 and an f16 key cache; the reference reads the f16 cache's keys
-// as f32.
+// On an f32 and an f16 key cache (the reference reads the f16 cache's keys
+// as f32); head dims that take 16-byte runs (128, 64, 40) and one that
+// does not (42), key counts off the probe's 64-key blocks.
 TEST_F(TokenOpsTest, LastQueryProbeMatchesCpu) {
   for (DType cache : {DType::kF32, DType::kF16}) {
     SCOPED_TRACE(DTypeName(cache));
-    CheckLastQueryProbe(cache);
+    CheckLastQueryProbe(cache, 32, 8, 128, 3000);
+    CheckLastQueryProbe(cache, 8, 2, 64, 77);
+    CheckLastQueryProbe(cache, 4, 4, 40, 130);
+    CheckLastQueryProbe(cache, 3, 3, 42, 20);
   }
 }
 
-void TokenOpsTest::CheckLastQueryProbe(DType cache) {
-  const int64_t heads = 32, kv_heads = 8, hd = 128, capacity = 3000;
+void TokenOpsTest::CheckLastQueryProbe(DType cache, int64_t heads,
+                                       int64_t kv_heads, int64_t hd,
+                                       int64_t capacity) {
+  SCOPED_TRACE(absl::StrCat(heads, "/", kv_heads, " heads of ", hd, ", ",
+                            capacity, " rows"));
   const Tensor q = RandomHost({1, heads * hd});
   const Tensor k_cache = RandomHost({capacity, kv_heads * hd}, cache);
   const Tensor k = Tensor::FromF32(k_cache.ToF32Vector(), k_cache.shape());
@@ -254,8 +266,10 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 // Keeps positions p % 3 != 1 before every layer >= 1 in the prompt's step
 // and everything in decode steps (so decode revives what the prompt
 // dropped); with `drop_tenths` it keeps p % 10 != 1 in every step instead
-// (decode steps over key lists of nine tenths of the context). Reads the
-// probe every time and records it per (step, layer): a
+// (decode steps over key lists of nine tenths of the context); with
+// `cached` decode steps keep p % 10 != 1 and attend to cached tokens too
+// (Method::AttendsToCachedTokens), so they revive and use key lists. Reads
+// the probe every time and records it per (step, layer): a
 // decode step CudaBackend tried to capture as a CUDA graph is discarded and
 // rerun eagerly, and the rerun's probe replaces the discarded one. `early`:
 // MayProbeBefore (CudaBackend::StartRead / FinishRead); with
@@ -263,23 +277,28 @@ TEST_F(TokenOpsTest, CopyRowsGathersAndScatters) {
 class EveryThirdDropped : public Method {
  public:
   EveryThirdDropped(bool early = false, bool skip_layer_2 = false,
-                    bool drop_tenths = false)
-      : early_(early), skip_layer_2_(skip_layer_2), drop_tenths_(drop_tenths) {}
+                    bool drop_tenths = false, bool cached = false)
+      : early_(early),
+        skip_layer_2_(skip_layer_2),
+        drop_tenths_(drop_tenths),
+        cached_(cached) {}
   std::string name() const override { return "every-third-dropped"; }
   absl::Status Attach(const ModelConfig&, Backend&) override {
     return absl::OkStatus();
   }
   bool SelectsTokens() const override { return true; }
   bool MayProbeBefore(const LayerSite&) const override { return early_; }
+  bool AttendsToCachedTokens() const override { return cached_; }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
     if (skip_layer_2_ && site.layer == 2) return;
     const absl::Span<const float> probe = candidates.LastQueryAttention();
     probes[{candidates.first_new(), site.layer}].assign(probe.begin(),
                                                         probe.end());
-    if (candidates.first_new() != 0 && !drop_tenths_) return;
+    const bool prompt = candidates.first_new() == 0;
+    if (!prompt && !drop_tenths_ && !cached_) return;
     keep->all = false;
-    const int32_t period = drop_tenths_ ? 10 : 3;
+    const int32_t period = drop_tenths_ || (cached_ && !prompt) ? 10 : 3;
     for (size_t i = 0; i < candidates.positions().size(); ++i) {
       if (candidates.positions()[i] % period != 1) {
         keep->keep_rows.push_back(static_cast<int32_t>(i));
@@ -292,6 +311,7 @@ class EveryThirdDropped : public Method {
   bool early_;
   bool skip_layer_2_;
   bool drop_tenths_;
+  bool cached_;
 };
 
 // Early probes: `early` downloads each probe while the previous layer's
@@ -300,10 +320,11 @@ class EveryThirdDropped : public Method {
 void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
                                   DType weights = DType::kF32,
                                   double tolerance = 3e-3,
-                                  bool drop_tenths = false) {
+                                  bool drop_tenths = false,
+                                  bool cached = false) {
   SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2,
                             " weights ", DTypeName(weights), " drop_tenths ",
-                            drop_tenths));
+                            drop_tenths, " cached ", cached));
   auto backend = CudaBackend::Create();
   ASSERT_TRUE(backend.ok()) << backend.status();
   LoadOptions options;
@@ -314,8 +335,8 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
   auto device = (*backend)->UploadWeights(model->weights);
   ASSERT_TRUE(device.ok()) << device.status();
   CpuBackend cpu(2);
-  EveryThirdDropped cpu_method(false, skip_layer_2, drop_tenths),
-      cuda_method(early, skip_layer_2, drop_tenths);
+  EveryThirdDropped cpu_method(false, skip_layer_2, drop_tenths, cached),
+      cuda_method(early, skip_layer_2, drop_tenths, cached);
   const int64_t prompt = 300, steps = 6;  // >= 256 rows: tensor cores
   Session on_cpu(model->config, model->weights, cpu, cpu_method,
                  prompt + steps);
@@ -362,6 +383,11 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   // Decode steps over key lists of 9/10 of the context, no revival.
   CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 3e-3, true);
   CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3, true);
+  // Keys=cached: decode steps drop a tenth and revive the prompt's dropped
+  // thirds, attending over lists staged ahead of their layers
+  // (Backend::StageAhead) that miss the positions both dropped.
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 3e-3, false, true);
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3, false, true);
 }
 
 }  // namespace
