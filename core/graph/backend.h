@@ -379,11 +379,6 @@ class Backend {
   virtual void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                         absl::Span<const int32_t> dst_rows, Tensor* dst);
   virtual void LastQueryAttention(const LastQueryArgs& args) = 0;
-  // Indices this step's later ops will be given (attention key lists, or any
-  // part of them), announced where the step already stops for the host: a
-  // backend that copies indices to its device may copy them now rather than
-  // just before each op. Values only; default: nothing.
-  virtual void StageAhead(absl::Span<const int32_t> indices) {}
   // A copy whose values are valid on return, even inside a step: the host
   // decides on them before the step goes on (token selection). A backend that
   // replays recorded steps cannot honour it and runs such steps eagerly.

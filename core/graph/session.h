@@ -126,9 +126,6 @@ class Session {
   absl::Status RunTokenLayers(absl::Span<const int32_t> positions, Phase phase,
                               int64_t first_logit_row, Tensor* x,
                               Tensor* pending);
-  // The layer after the last whose cached-keys list is built with `layer`'s
-  // (session_tokens.cc): the next that may select, at most 16 ahead.
-  int64_t CachedKeysUntil(int64_t layer, Phase phase) const;
   // The scoring probe (session_tokens.cc): the last query's attention
   // probabilities over `keys` of layer key_layer's cache, on the device.
   Tensor ProbeLastQuery(int64_t key_layer, absl::Span<const int32_t> keys);

@@ -18,6 +18,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_kernels.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/held_run.cuh"
 #include "kernels/cuda/kv_access.cuh"
 
 namespace dynsparse::cuda {
@@ -94,50 +95,6 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
   }
   __syncthreads();
 }
-
-// A lane's kCols elements of one key or value row, held from the load to
-// their use: f32 values, or for an f16 cache packed pairs (half the
-// registers, so a warp holds 16 keys of an f16 cache where it holds 8 f32
-// ones; DecodeChunkKeys).
-template <typename KvT, int kCols>
-struct HeldRun {
-  float v[kCols];
-  __device__ __forceinline__ float at(int c) const { return v[c]; }
-  __device__ __forceinline__ void set(int c, float x) { v[c] = x; }
-};
-template <int kCols>
-struct HeldRun<__half, kCols> {
-  static constexpr int kPairs = (kCols + 1) / 2;
-  __half2 v[kPairs];
-  __device__ __forceinline__ float at(int c) const {
-    return c % 2 == 0 ? __low2float(v[c / 2]) : __high2float(v[c / 2]);
-  }
-  __device__ __forceinline__ void set(int c, float x) {
-    const __half h = __float2half_rn(x);
-    v[c / 2] = c % 2 == 0 ? __halves2half2(h, __high2half(v[c / 2]))
-                          : __halves2half2(__low2half(v[c / 2]), h);
-  }
-  // The run at p (aligned to its size in bytes, up to 16) in one load; zeros
-  // when !load.
-  __device__ __forceinline__ void Load(const __half* p, bool load) {
-    if constexpr (kCols == 8) {
-      const uint4 bits =
-          load ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
-      static_assert(sizeof(v) == sizeof(bits));
-      memcpy(v, &bits, sizeof(bits));
-    } else if constexpr (kCols == 4) {
-      const uint2 bits =
-          load ? *reinterpret_cast<const uint2*>(p) : make_uint2(0, 0);
-      memcpy(v, &bits, sizeof(bits));
-    } else if constexpr (kCols == 2) {
-      v[0] =
-          load ? *reinterpret_cast<const __half2*>(p) : __float2half2_rn(0.f);
-    } else {
-      v[0] = __halves2half2(load ? *p : __float2half_rn(0.f),
-                            __float2half_rn(0.f));
-    }
-  }
-};
 
 // One chunk of keys of one (row, head): the partial max, sum and weighted
 // values into `entry`. Key j of the chunk counts iff j < limit and its cache
@@ -286,23 +243,18 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
 // position), prefetched into L2 while the previous kernel finishes: they do
 // not depend on it, and under PDL this block is often resident before it
 // ends. Hints only: a stale position just prefetches other cache rows.
-// With a key list, the listed rows (copied from the host before this kernel
-// could start, so readable before the wait).
 template <int kChunkKeys, typename KvT>
-__device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a, int chunk,
-                                                 int h) {
+__device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
   constexpr int kLineElems = 128 / static_cast<int>(sizeof(KvT));
   const int pos = a.positions[blockIdx.z];
-  const int key_begin = chunk * kChunkKeys;
-  const int key_end =
-      min(a.key_rows == nullptr ? min(pos, a.max_keys) : a.max_keys,
-          key_begin + kChunkKeys);
+  const int key_begin = blockIdx.x * kChunkKeys;
+  const int key_end = min(min(pos, a.max_keys), key_begin + kChunkKeys);
   // 128-byte lines a row.
   const int lines = (a.head_dim + kLineElems - 1) / kLineElems;
-  const int64_t col0 = static_cast<int64_t>(h / a.group) * a.head_dim;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.y / a.group) * a.head_dim;
   for (int i = threadIdx.x; i < 2 * lines * (key_end - key_begin);
        i += kThreads) {
-    const int key = KeyRow(a, key_begin + i / (2 * lines));
+    const int key = key_begin + i / (2 * lines);
     const KvT* cache = KvPtr<KvT>((i & 1) != 0 ? a.v : a.k);
     const KvT* p = cache + static_cast<int64_t>(key) * a.kv_stride + col0 +
                    kLineElems * ((i >> 1) % lines);
@@ -334,22 +286,14 @@ __device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
 // one, the grid covers the listed keys only (their count is known on the
 // host: token steps run eagerly) and each key is checked against the row's
 // position where it is loaded, so no block searches the list.
-// kHeadsInner (DeviceAttentionArgs::heads_innermost): blockIdx.x is the
-// head and blockIdx.y the chunk. A template argument, so the chunks-first
-// kernel it is measured against compiles as before it existed (95 registers
-// for 128-key f16 chunks; with the block's chunk and head computed before
-// the wait, ptxas took 80 and spilled).
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT, bool kHeadsInner>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionKernel(const KernelArgs a) {
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv && !a.early_kv) {
-    PrefetchCachedKv<kChunkKeys, KvT>(a, kHeadsInner ? blockIdx.y : blockIdx.x,
-                                      kHeadsInner ? blockIdx.x : blockIdx.y);
-  }
+  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
   if (!a.early_kv) PdlWait();
-  const int chunk = kHeadsInner ? blockIdx.y : blockIdx.x;
-  const int h = kHeadsInner ? blockIdx.x : blockIdx.y;
+  const int chunk = blockIdx.x;
+  const int h = blockIdx.y;
   const int row = blockIdx.z;
   const int pos = a.positions[row];
   const int limit =
@@ -395,9 +339,7 @@ __global__ void __launch_bounds__(kThreads)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  if (a.prefetch_kv && !a.early_kv) {
-    PrefetchCachedKv<kChunkKeys, KvT>(a, blockIdx.x, blockIdx.y);
-  }
+  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
   if (!a.early_kv) PdlWait();
   cg::cluster_group cluster = cg::this_cluster();
   const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
@@ -449,41 +391,19 @@ absl::Status FinishDecodeLaunch(DeviceContext& ctx, const KernelArgs& a) {
   return LaunchChunkMerge(ctx, a, ctx.programmatic_launch());
 }
 
-// DecodeAttentionKernel with the heads innermost in its grid, or the chunks.
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
-void LaunchDecodeKernel(DeviceContext& ctx, const KernelArgs& a,
-                        bool heads_innermost) {
-  // Grid dimension y holds at most 65535 blocks.
-  if (heads_innermost && a.chunks <= 65535) {
-    const dim3 grid(static_cast<unsigned>(a.heads),
-                    static_cast<unsigned>(a.chunks),
-                    static_cast<unsigned>(a.n));
-    LaunchKernel(ctx.programmatic_launch(),
-                 DecodeAttentionKernel<D, kNewRow, kKeysPerWarp, KvT, true>,
-                 grid, dim3(kThreads), 0, ctx.stream(), a);
-  } else {
-    const dim3 grid(static_cast<unsigned>(a.chunks),
-                    static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
-    LaunchKernel(ctx.programmatic_launch(),
-                 DecodeAttentionKernel<D, kNewRow, kKeysPerWarp, KvT, false>,
-                 grid, dim3(kThreads), 0, ctx.stream(), a);
-  }
-}
-
 template <int D, bool kNewRow, typename KvT>
 absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
-                          int64_t chunk_keys, bool heads_innermost) {
+                          int64_t chunk_keys) {
   KernelArgs a = args;
-  // Head ids may come from side work joined just before this launch, so
-  // decodes over head subsets do not prefetch (0.4-0.7% of a dense decode
-  // step, results/bench/h200_run58). A key list is staged from the host
-  // before any kernel that could still be running when this one starts.
-  a.prefetch_kv = a.head_ids == nullptr && ctx.programmatic_launch();
+  // Head ids and key lists may come from side work joined just before this
+  // launch, so only plain decode prefetches (0.4-0.7% of a dense decode
+  // step, results/bench/h200_run58).
+  a.prefetch_kv = a.key_rows == nullptr && a.head_ids == nullptr &&
+                  ctx.programmatic_launch();
+  const dim3 grid(static_cast<unsigned>(a.chunks),
+                  static_cast<unsigned>(a.heads), static_cast<unsigned>(a.n));
   if constexpr (D == 128) {
-    if (a.cluster_merge) {  // Its cluster spans blockIdx.x: the chunks.
-      const dim3 grid(static_cast<unsigned>(a.chunks),
-                      static_cast<unsigned>(a.heads),
-                      static_cast<unsigned>(a.n));
+    if (a.cluster_merge) {
       cudaLaunchAttribute attributes[2];
       const cudaLaunchConfig_t config =
           ClusterLaunchConfig(grid, dim3(kThreads), 0, ctx.stream(),
@@ -499,20 +419,30 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
   constexpr bool kLongChunks = !std::is_same_v<KvT, float> && D <= 128;
   if constexpr (kLongChunks) {
     if (chunk_keys == 2 * kDecodeKeysPerChunk) {
-      LaunchDecodeKernel<D, kNewRow, 16, KvT>(ctx, a, heads_innermost);
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 16, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
       return FinishDecodeLaunch(ctx, a);
     }
   }
   if constexpr (D == 128) {
     if (chunk_keys == 16) {
-      LaunchDecodeKernel<D, kNewRow, 2, KvT>(ctx, a, heads_innermost);
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 2, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     } else if (chunk_keys == 32) {
-      LaunchDecodeKernel<D, kNewRow, 4, KvT>(ctx, a, heads_innermost);
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 4, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     } else {
-      LaunchDecodeKernel<D, kNewRow, 8, KvT>(ctx, a, heads_innermost);
+      LaunchKernel(ctx.programmatic_launch(),
+                   DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
+                   dim3(kThreads), 0, ctx.stream(), a);
     }
   } else {
-    LaunchDecodeKernel<D, kNewRow, 8, KvT>(ctx, a, heads_innermost);
+    LaunchKernel(ctx.programmatic_launch(),
+                 DecodeAttentionKernel<D, kNewRow, 8, KvT>, grid,
+                 dim3(kThreads), 0, ctx.stream(), a);
   }
   return FinishDecodeLaunch(ctx, a);
 }
@@ -530,7 +460,14 @@ using attention_internal::WithHeadDim;
 // Cache rows above which an f16 cache decodes in 128-key chunks.
 constexpr int64_t kLongChunkCacheRows = 2048;
 
+bool DecodeRowsApply(const DeviceAttentionArgs& args) {
+  const int64_t n = args.q == nullptr ? 0 : args.q->dim(0);
+  return args.rows_share_kv && n > 1 && n <= 8 && args.head_ids == nullptr &&
+         PickHeadDim(args.head_dim) == 128;
+}
+
 int64_t DecodeChunkKeys(const DeviceAttentionArgs& args) {
+  if (DecodeRowsApply(args)) return kDecodeKeysPerChunk;
   const int64_t keys = args.decode_chunk_keys;
   const int head_dim = PickHeadDim(args.head_dim);
   if (head_dim == 128 && (keys == 16 || keys == 32)) return keys;
@@ -570,10 +507,14 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
   a.cluster_merge = DecodeClusterMergeApplies(ctx, args);
+  if (DecodeRowsApply(args)) {
+    return LaunchDecodeRows(ctx, a, args.k_cache->dtype());
+  }
+  const int64_t chunk_keys = DecodeChunkKeys(args);
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
-      return LaunchDecode<decltype(d)::value, false, decltype(kv)>(
-          ctx, a, DecodeChunkKeys(args), args.heads_innermost);
+      return LaunchDecode<decltype(d)::value, false, decltype(kv)>(ctx, a,
+                                                                   chunk_keys);
     });
   });
 }
@@ -636,7 +577,7 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(
-          ctx, a, DecodeChunkKeys(args), args.heads_innermost);
+          ctx, a, DecodeChunkKeys(args));
     });
   });
 }

@@ -58,8 +58,8 @@ struct KernelArgs {
   float* k_out = nullptr;
   float* v_out = nullptr;
   // Decode: ask L2 for the block's cached keys and values before waiting on
-  // the kernel that writes q (LaunchDecode sets it where the indices were
-  // staged from the host: positions and key lists, not head ids).
+  // the kernel that writes q (LaunchDecode sets it where positions are the
+  // only index and they were staged before the step).
   bool prefetch_kv = false;
   // Decode with the new row fused (DecodeAttentionWithNewRow sets it): load
   // the block's cached keys and values into registers before waiting on the
@@ -213,6 +213,12 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a);
 // with programmatic dependent launch.
 absl::Status LaunchChunkMerge(DeviceContext& ctx, const KernelArgs& a,
                               bool pdl);
+
+// DecodeRowsKernel (attention_decode_rows.cu): the rows of a decode where
+// DecodeRowsApply (attention.h) holds, over 64-key chunks; each block loads
+// its chunk's K and V once for every row.
+absl::Status LaunchDecodeRows(DeviceContext& ctx, const KernelArgs& a,
+                              DType cache);
 
 inline int PickHeadDim(int64_t head_dim) {
   for (int d : {32, 64, 128, 256}) {

@@ -125,7 +125,7 @@ std::string CudaBackend::name() const {
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
-      options_.decode_heads_innermost ? "" : ", decode chunks outer",
+      options_.decode_rows_share_kv ? "" : ", decode K/V loaded a row",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 
@@ -415,20 +415,12 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
                                          uint64_t* signature) {
   int32_t* device_base = device_indices_.data<int32_t>();
   const size_t n = values.size();
-  // Already staged: the same host span, or a part of one (StageAhead).
-  const auto address = [](const int32_t* p) {
-    return reinterpret_cast<uintptr_t>(p);
-  };
   for (const Staged& s : staged_) {
-    if (address(values.data()) < address(s.host) ||
-        address(values.data() + n) > address(s.host + s.count)) {
-      continue;
-    }
-    const int64_t at = s.offset + (values.data() - s.host);
-    if (std::memcmp(PinnedIndices(half_) + at, values.data(),
+    if (s.host == values.data() && s.count == n &&
+        std::memcmp(PinnedIndices(half_) + s.offset, values.data(),
                     n * sizeof(int32_t)) == 0) {
-      *signature = Mix(Mix(*signature, at), n);
-      return device_base + at;
+      *signature = Mix(Mix(*signature, s.offset), n);
+      return device_base + s.offset;
     }
   }
   const int64_t need = (static_cast<int64_t>(n) + kIndexAlignInts - 1) /

@@ -160,7 +160,6 @@ class CudaBackend : public Backend {
   void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                 absl::Span<const int32_t> dst_rows, Tensor* dst) override;
   void LastQueryAttention(const LastQueryArgs& args) override;
-  void StageAhead(absl::Span<const int32_t> indices) override;
   Tensor ReadNow(const Tensor& x) override;
   StartedRead StartRead(const Tensor& x) override;
   Tensor FinishRead(StartedRead read) override;
@@ -374,8 +373,6 @@ class CudaBackend : public Backend {
   // the same launch (attention.h); every launch leaves them zero. Room for
   // rows (<= 8) x heads.
   static constexpr int64_t kAttentionCounterInts = 8 * 1024;
-  // StageAhead's largest list: a quarter of the index arena (1M ints).
-  static constexpr size_t kStageAheadMaxInts = size_t{1} << 18;
   Tensor attention_counters_;
   // The decode stack kernel's grid barrier and per-head counters
   // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict

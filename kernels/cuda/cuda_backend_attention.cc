@@ -80,9 +80,9 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   }
   d.cluster_merge = options_.cluster_decode_attention;
   d.early_kv_loads = options_.early_kv_loads;
-  d.heads_innermost = options_.decode_heads_innermost;
-  sig = Mix(Mix(MixTensor(sig, scratch), d.counters != nullptr),
-            d.heads_innermost);
+  d.rows_share_kv = options_.decode_rows_share_kv;
+  sig =
+      Mix(Mix(MixTensor(sig, scratch), d.counters != nullptr), d.rows_share_kv);
   if (!Op(sig)) return;
   Check(new_row != nullptr
             ? DecodeAttentionWithNewRow(*active_, d, *new_row,

@@ -49,14 +49,6 @@ void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
         "LastQueryAttention");
 }
 
-void CudaBackend::StageAhead(absl::Span<const int32_t> indices) {
-  // A hint: graph modes stage at the step's start anyway, and a list that
-  // would crowd the arena is left to the ops that use it.
-  if (mode_ != Mode::kEager || indices.size() > kStageAheadMaxInts) return;
-  uint64_t unused = 0;
-  StageIndices(indices, &unused);
-}
-
 Tensor CudaBackend::ReadNow(const Tensor& x) {
   if (!EagerOnly()) return Tensor::Zeros(DType::kF32, x.shape());
   absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);  // Synchronous.

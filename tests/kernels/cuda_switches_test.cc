@@ -49,9 +49,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
       EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
-    if (t.name == "DECODE_HEADS_INNER") {
-      EXPECT_FALSE(o.decode_heads_innermost) << var;
-    }
+    if (t.name == "DECODE_ROWS") EXPECT_FALSE(o.decode_rows_share_kv) << var;
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
