@@ -18,7 +18,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_kernels.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
-#include "kernels/cuda/held_run.cuh"
+#include "kernels/cuda/decode_chunk.cuh"
 #include "kernels/cuda/kv_access.cuh"
 
 namespace dynsparse::cuda {
@@ -110,18 +110,10 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int limit, float* new_row,
                                             float* entry) {
   constexpr int kCols = D / 32;
-  __shared__ float warp_m[kWarps], warp_l[kWarps];
-  __shared__ float warp_acc[kWarps][D];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  // The head-dim column of this lane's c-th element. f32: interleaved, so a
-  // warp's load is one 128-byte line. f16: kCols consecutive halves a lane,
-  // loaded as one run (a 128-wide row: one 8-byte load a lane instead of four
-  // 2-byte ones; interleaved f16 loads ran slower than f32, h200_run86).
   constexpr bool kRuns = !std::is_same_v<KvT, float>;
-  const auto column = [lane](int c) {
-    return kRuns ? kCols * lane + c : lane + 32 * c;
-  };
+  const auto column = [lane](int c) { return HeldColumn<KvT, kCols>(lane, c); };
   [[maybe_unused]] const bool whole_runs = kRuns && a.vec4 && a.head_dim == D;
 
   const int key0 = chunk0 + warp * kKeysPerWarp;
@@ -185,58 +177,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                             : 0.f;
     }
   }
-  float s[kKeysPerWarp];
-  float m = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < kKeysPerWarp; ++j) {
-    float dot = 0.f;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j].at(c);
-    dot = WarpSum(dot);
-    s[j] = live[j] ? dot : -INFINITY;
-    m = fmaxf(m, s[j]);
-  }
-  float l = 0.f;
-  float acc[kCols];
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
-  if (m != -INFINITY) {
-#pragma unroll
-    for (int j = 0; j < kKeysPerWarp; ++j) {
-      const float p = expf(s[j] - m);
-      l += p;
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j].at(c);
-    }
-  }
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_l[warp] = l;
-  }
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) warp_acc[warp][column(c)] = acc[c];
-  __syncthreads();
-
-  float block_m = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) block_m = fmaxf(block_m, warp_m[w]);
-  float weight[kWarps];
-  float block_l = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    weight[w] = warp_l[w] > 0.f ? expf(warp_m[w] - block_m) : 0.f;
-    block_l += warp_l[w] * weight[w];
-  }
-  if (threadIdx.x == 0) {
-    entry[0] = block_m;
-    entry[1] = block_l;
-  }
-  for (int d = threadIdx.x; d < a.head_dim; d += kThreads) {
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
-    entry[2 + d] = sum;
-  }
+  ChunkEntry<D, kKeysPerWarp, KvT>(q, kk, vv, live, a.head_dim, entry);
 }
 
 // The cached keys and values this block will read (rows below the row's

@@ -11,96 +11,41 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_kernels.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
-#include "kernels/cuda/held_run.cuh"
+#include "kernels/cuda/decode_chunk.cuh"
 #include "kernels/cuda/kv_access.cuh"
 
 namespace dynsparse::cuda::attention_internal {
 namespace {
 
 // The chunk's partial for the row at `pos` into `entry` from the K and V a
-// warp holds for keys key0.. (kk, vv), keys at or past `limit` being none:
-// DecodeChunk's arithmetic in its order. The keys' cache rows are read again
-// (L1 hits) rather than held in registers, which K and V fill.
+// warp holds for keys key0.. (kk, vv), keys at or past `limit` being none.
+// The keys' cache rows are read again (L1 hits) rather than held in
+// registers, which K and V fill.
 template <int D, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void RowPartial(
     const KernelArgs& a, int row, int h, int pos, int key0, int limit,
     const HeldRun<KvT, D / 32> (&kk)[kKeysPerWarp],
     const HeldRun<KvT, D / 32> (&vv)[kKeysPerWarp], float* entry) {
   constexpr int kCols = D / 32;
-  constexpr bool kRuns = !std::is_same_v<KvT, float>;
-  __shared__ float warp_m[kWarps], warp_l[kWarps];
-  __shared__ float warp_acc[kWarps][D];
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const auto column = [lane](int c) {
-    return kRuns ? kCols * lane + c : lane + 32 * c;
-  };
   float q[kCols];
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
-    const int d = column(c);
+    const int d = HeldColumn<KvT, kCols>(lane, c);
     q[c] = d < a.head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
                                 static_cast<int64_t>(h) * a.head_dim + d] *
                                 a.scale
                           : 0.f;
   }
-  float s[kKeysPerWarp];
-  float m = -INFINITY;
+  bool live[kKeysPerWarp];
 #pragma unroll
   for (int j = 0; j < kKeysPerWarp; ++j) {
-    float dot = 0.f;
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j].at(c);
-    dot = WarpSum(dot);
-    const bool live = key0 + j < limit && KeyRow(a, key0 + j) <= pos;
-    s[j] = live ? dot : -INFINITY;
-    m = fmaxf(m, s[j]);
+    live[j] = key0 + j < limit && KeyRow(a, key0 + j) <= pos;
   }
-  float l = 0.f;
-  float acc[kCols];
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
-  if (m != -INFINITY) {
-#pragma unroll
-    for (int j = 0; j < kKeysPerWarp; ++j) {
-      const float p = expf(s[j] - m);
-      l += p;
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j].at(c);
-    }
-  }
-  __syncthreads();  // The previous row's partials were read.
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_l[warp] = l;
-  }
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) warp_acc[warp][column(c)] = acc[c];
-  __syncthreads();
-  float block_m = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) block_m = fmaxf(block_m, warp_m[w]);
-  float weight[kWarps];
-  float block_l = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    weight[w] = warp_l[w] > 0.f ? expf(warp_m[w] - block_m) : 0.f;
-    block_l += warp_l[w] * weight[w];
-  }
-  if (threadIdx.x == 0) {
-    entry[0] = block_m;
-    entry[1] = block_l;
-  }
-  for (int d = threadIdx.x; d < a.head_dim; d += kThreads) {
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
-    entry[2 + d] = sum;
-  }
+  __syncthreads();  // The previous row's warps' partials were merged.
+  ChunkEntry<D, kKeysPerWarp, KvT>(q, kk, vv, live, a.head_dim, entry);
 }
 
-// Grid (chunks, heads). Loads the keys of its chunk that the row furthest
-// on sees, then each row's partial masks the keys past that row's position.
 // Two blocks an SM (128 registers) for f16 caches; f32 keys take twice the
 // registers and spilled at that bound. 8 keys a warp: with 16 (the one-row
 // kernel's chunks on long f16 caches) the f16 kernel spilled 132 bytes at
@@ -143,7 +88,7 @@ __global__ void __launch_bounds__(kThreads, std::is_same_v<KvT, float> ? 1 : 2)
     }
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      const int d = kRuns ? kCols * lane + c : lane + 32 * c;
+      const int d = HeldColumn<KvT, kCols>(lane, c);
       const bool load = live && d < a.head_dim;
       kk[j].set(c, load ? KvLoad(KvPtr<KvT>(a.k) + (base + d)) : 0.f);
       vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base + d)) : 0.f);
