@@ -76,11 +76,6 @@ struct DeviceAttentionArgs {
   // through distributed shared memory (scratch and counters unused); other
   // decodes ignore it. Other summation order than the global merge.
   bool cluster_merge = false;
-  // Decode of 2-8 rows (DecodeRowsApply: head_dim 65..128, no head ids):
-  // each block loads its chunk's K and V once for every row instead of once
-  // a row. The same values: a row's arithmetic and order are
-  // unchanged, and keys past its position weigh exactly 0.
-  bool rows_share_kv = false;
   // Decode with a fused new row (DecodeAttentionWithNewRow), no head ids or
   // key list, programmatic dependent launch: the cached keys and values are
   // loaded before the kernel waits for the one that writes q, k and v.
@@ -113,9 +108,6 @@ int64_t PrefillSplitScratchFloats(const DeviceAttentionArgs& args);
 
 // The keys per decode chunk these arguments run with.
 int64_t DecodeChunkKeys(const DeviceAttentionArgs& args);
-// True when a decode runs its rows in DecodeRowsKernel: rows_share_kv, 2-8
-// rows, head_dim 65..128, no head ids. It takes 64-key chunks.
-bool DecodeRowsApply(const DeviceAttentionArgs& args);
 // Whether a decode with these arguments merges its chunks in a cluster
 // (DeviceAttentionArgs::cluster_merge asked for, and it applies).
 bool DecodeClusterMergeApplies(const DeviceContext& ctx,

@@ -8,8 +8,7 @@
 // instead, as a step's revived rows are (causal skipping then saves work;
 // the bytes are still counted as if every row read every key). The key list
 // is every cache row (keys=cached) or every 4th (about what keys=selected
-// keeps); "none" runs without a list, as dense decode does. "per_row"
-// decodes of 2-8 rows read the cache once a row (rows_share_kv off).
+// keeps); "none" runs without a list, as dense decode does.
 //
 //   dynsparse_cuda_benchmarks --benchmark_filter=attention
 #include <algorithm>
@@ -41,9 +40,6 @@ struct AttentionCase {
   AttentionKernel kernel;
   DType cache = DType::kF32;
   bool spread = false;  // rows evenly over the cache, not at its end
-  // Decode of 2-8 rows: a block per row, each reading the cache (rows_share_kv
-  // off), instead of one load of each chunk for all rows.
-  bool per_row = false;
 };
 
 const char* KernelName(AttentionKernel k) {
@@ -127,7 +123,6 @@ void BenchAttention(benchmark::State& state, bench::Env* env, AttentionCase c) {
   if (c.kernel == AttentionKernel::kDecode) {
     args.k_cache = &k_caches[0];
     args.v_cache = &v_caches[0];
-    args.rows_share_kv = !c.per_row;
     scratch = allocate(DType::kF32, {DecodeAttentionScratchFloats(args)});
     counters = allocate(DType::kI32, {DecodeAttentionCounters(args)});
     if (ok.ok()) ok.Update(FillBytes(ctx, 0, &counters));
@@ -173,9 +168,8 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
     const std::string list =
         c.list_every == 0 ? "none" : absl::StrFormat("every%d", c.list_every);
     const std::string name = absl::StrFormat(
-        "attention/%s/rows%d%s/cache%d/%s/%s%s", KernelName(c.kernel), c.rows,
-        c.spread ? "spread" : "", c.cache_rows, list, DTypeName(c.cache),
-        c.per_row ? "/per_row" : "");
+        "attention/%s/rows%d%s/cache%d/%s/%s", KernelName(c.kernel), c.rows,
+        c.spread ? "spread" : "", c.cache_rows, list, DTypeName(c.cache));
     benchmark::RegisterBenchmark(name.c_str(), BenchAttention, env, c)
         ->UseManualTime()
         ->Iterations(bench::kIterations)
@@ -185,14 +179,6 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       add({1, cache, 0, AttentionKernel::kDecode, dtype});
       add({1, cache, 1, AttentionKernel::kDecode, dtype});
-    }
-    // A decode step's new row and a few revived ones (<= 8 take the decode
-    // kernel), with and without shared K/V loads.
-    for (int64_t rows : {2, 4, 8}) {
-      for (bool per_row : {false, true}) {
-        add({rows, cache, 1, AttentionKernel::kDecode, DType::kF16, false,
-             per_row});
-      }
     }
     // Revived rows: 9-64 in most layers that have any, 65-255 in a few.
     for (int64_t rows : {16, 32, 64, 128, 200}) {

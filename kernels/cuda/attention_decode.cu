@@ -18,7 +18,6 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_kernels.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
-#include "kernels/cuda/decode_chunk.cuh"
 #include "kernels/cuda/kv_access.cuh"
 
 namespace dynsparse::cuda {
@@ -96,6 +95,50 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
   __syncthreads();
 }
 
+// A lane's kCols elements of one key or value row, held from the load to
+// their use: f32 values, or for an f16 cache packed pairs (half the
+// registers, so a warp holds 16 keys of an f16 cache where it holds 8 f32
+// ones; DecodeChunkKeys).
+template <typename KvT, int kCols>
+struct HeldRun {
+  float v[kCols];
+  __device__ __forceinline__ float at(int c) const { return v[c]; }
+  __device__ __forceinline__ void set(int c, float x) { v[c] = x; }
+};
+template <int kCols>
+struct HeldRun<__half, kCols> {
+  static constexpr int kPairs = (kCols + 1) / 2;
+  __half2 v[kPairs];
+  __device__ __forceinline__ float at(int c) const {
+    return c % 2 == 0 ? __low2float(v[c / 2]) : __high2float(v[c / 2]);
+  }
+  __device__ __forceinline__ void set(int c, float x) {
+    const __half h = __float2half_rn(x);
+    v[c / 2] = c % 2 == 0 ? __halves2half2(h, __high2half(v[c / 2]))
+                          : __halves2half2(__low2half(v[c / 2]), h);
+  }
+  // The run at p (aligned to its size in bytes, up to 16) in one load; zeros
+  // when !load.
+  __device__ __forceinline__ void Load(const __half* p, bool load) {
+    if constexpr (kCols == 8) {
+      const uint4 bits =
+          load ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0);
+      static_assert(sizeof(v) == sizeof(bits));
+      memcpy(v, &bits, sizeof(bits));
+    } else if constexpr (kCols == 4) {
+      const uint2 bits =
+          load ? *reinterpret_cast<const uint2*>(p) : make_uint2(0, 0);
+      memcpy(v, &bits, sizeof(bits));
+    } else if constexpr (kCols == 2) {
+      v[0] =
+          load ? *reinterpret_cast<const __half2*>(p) : __float2half2_rn(0.f);
+    } else {
+      v[0] = __halves2half2(load ? *p : __float2half_rn(0.f),
+                            __float2half_rn(0.f));
+    }
+  }
+};
+
 // One chunk of keys of one (row, head): the partial max, sum and weighted
 // values into `entry`. Key j of the chunk counts iff j < limit and its cache
 // row is at most `pos` (a key list may hold later rows). Every K and V load
@@ -110,10 +153,18 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int limit, float* new_row,
                                             float* entry) {
   constexpr int kCols = D / 32;
+  __shared__ float warp_m[kWarps], warp_l[kWarps];
+  __shared__ float warp_acc[kWarps][D];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
+  // The head-dim column of this lane's c-th element. f32: interleaved, so a
+  // warp's load is one 128-byte line. f16: kCols consecutive halves a lane,
+  // loaded as one run (a 128-wide row: one 8-byte load a lane instead of four
+  // 2-byte ones; interleaved f16 loads ran slower than f32, h200_run86).
   constexpr bool kRuns = !std::is_same_v<KvT, float>;
-  const auto column = [lane](int c) { return HeldColumn<KvT, kCols>(lane, c); };
+  const auto column = [lane](int c) {
+    return kRuns ? kCols * lane + c : lane + 32 * c;
+  };
   [[maybe_unused]] const bool whole_runs = kRuns && a.vec4 && a.head_dim == D;
 
   const int key0 = chunk0 + warp * kKeysPerWarp;
@@ -177,7 +228,58 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                             : 0.f;
     }
   }
-  ChunkEntry<D, kKeysPerWarp, KvT>(q, kk, vv, live, a.head_dim, entry);
+  float s[kKeysPerWarp];
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kKeysPerWarp; ++j) {
+    float dot = 0.f;
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) dot += q[c] * kk[j].at(c);
+    dot = WarpSum(dot);
+    s[j] = live[j] ? dot : -INFINITY;
+    m = fmaxf(m, s[j]);
+  }
+  float l = 0.f;
+  float acc[kCols];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.f;
+  if (m != -INFINITY) {
+#pragma unroll
+    for (int j = 0; j < kKeysPerWarp; ++j) {
+      const float p = expf(s[j] - m);
+      l += p;
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[c] += p * vv[j].at(c);
+    }
+  }
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_l[warp] = l;
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) warp_acc[warp][column(c)] = acc[c];
+  __syncthreads();
+
+  float block_m = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) block_m = fmaxf(block_m, warp_m[w]);
+  float weight[kWarps];
+  float block_l = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    weight[w] = warp_l[w] > 0.f ? expf(warp_m[w] - block_m) : 0.f;
+    block_l += warp_l[w] * weight[w];
+  }
+  if (threadIdx.x == 0) {
+    entry[0] = block_m;
+    entry[1] = block_l;
+  }
+  for (int d = threadIdx.x; d < a.head_dim; d += kThreads) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
+    entry[2 + d] = sum;
+  }
 }
 
 // The cached keys and values this block will read (rows below the row's
@@ -401,14 +503,7 @@ using attention_internal::WithHeadDim;
 // Cache rows above which an f16 cache decodes in 128-key chunks.
 constexpr int64_t kLongChunkCacheRows = 2048;
 
-bool DecodeRowsApply(const DeviceAttentionArgs& args) {
-  const int64_t n = args.q == nullptr ? 0 : args.q->dim(0);
-  return args.rows_share_kv && n > 1 && n <= 8 && args.head_ids == nullptr &&
-         PickHeadDim(args.head_dim) == 128;
-}
-
 int64_t DecodeChunkKeys(const DeviceAttentionArgs& args) {
-  if (DecodeRowsApply(args)) return kDecodeKeysPerChunk;
   const int64_t keys = args.decode_chunk_keys;
   const int head_dim = PickHeadDim(args.head_dim);
   if (head_dim == 128 && (keys == 16 || keys == 32)) return keys;
@@ -448,14 +543,10 @@ absl::Status DecodeAttention(DeviceContext& ctx,
   if (a.n == 0) return absl::OkStatus();
   a.scratch = scratch;
   a.cluster_merge = DecodeClusterMergeApplies(ctx, args);
-  if (DecodeRowsApply(args)) {
-    return LaunchDecodeRows(ctx, a, args.k_cache->dtype());
-  }
-  const int64_t chunk_keys = DecodeChunkKeys(args);
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
-      return LaunchDecode<decltype(d)::value, false, decltype(kv)>(ctx, a,
-                                                                   chunk_keys);
+      return LaunchDecode<decltype(d)::value, false, decltype(kv)>(
+          ctx, a, DecodeChunkKeys(args));
     });
   });
 }

@@ -214,12 +214,6 @@ absl::Status CheckArgs(const DeviceAttentionArgs& args, KernelArgs* a);
 absl::Status LaunchChunkMerge(DeviceContext& ctx, const KernelArgs& a,
                               bool pdl);
 
-// DecodeRowsKernel (attention_decode_rows.cu): the rows of a decode where
-// DecodeRowsApply (attention.h) holds, over 64-key chunks; each block loads
-// its chunk's K and V once for every row.
-absl::Status LaunchDecodeRows(DeviceContext& ctx, const KernelArgs& a,
-                              DType cache);
-
 inline int PickHeadDim(int64_t head_dim) {
   for (int d : {32, 64, 128, 256}) {
     if (head_dim <= d) return d;

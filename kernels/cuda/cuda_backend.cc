@@ -125,7 +125,6 @@ std::string CudaBackend::name() const {
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
-      options_.decode_rows_share_kv ? "" : ", decode K/V loaded a row",
       options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
 }
 

@@ -80,9 +80,7 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   }
   d.cluster_merge = options_.cluster_decode_attention;
   d.early_kv_loads = options_.early_kv_loads;
-  d.rows_share_kv = options_.decode_rows_share_kv;
-  sig =
-      Mix(Mix(MixTensor(sig, scratch), d.counters != nullptr), d.rows_share_kv);
+  sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
   Check(new_row != nullptr
             ? DecodeAttentionWithNewRow(*active_, d, *new_row,

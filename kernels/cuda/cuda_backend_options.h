@@ -148,11 +148,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // A decode attention of 2-8 rows (a LazyLLM step's new and revived rows)
-  // loads each chunk's K and V once for all rows (attention.h
-  // rows_share_kv) instead of once a row. DYNSPARSE_CUDA_DECODE_ROWS=0 gives
-  // each row its own blocks (A/B timing).
-  bool decode_rows_share_kv = true;
 };
 
 }  // namespace dynsparse::cuda

@@ -43,7 +43,6 @@ constexpr OnOff kOnOff[] = {
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},
-    {"DECODE_ROWS", &Options::decode_rows_share_kv},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"GEMV_BOUNDS", nullptr},

@@ -120,24 +120,6 @@ TEST_P(AttentionTest, MatchesCpuReference) {
   }
   args.counters = nullptr;
 
-  // Rows sharing each chunk's K/V loads (2-8 rows of head_dim 65..128; 64-key
-  // chunks, so its own scratch), merged by a second kernel and in-kernel.
-  args.rows_share_kv = true;
-  Tensor rows_scratch =
-      PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
-  for (bool merge_in_kernel : {false, true}) {
-    args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
-    Tensor rows_out = PoisonedDevice(DType::kF32, ref.shape());
-    args.out = &rows_out;
-    ASSERT_TRUE(DecodeAttention(ctx(), args, rows_scratch.data<float>()).ok());
-    EXPECT_LT(testutil::RelativeError(Download(rows_out), ref.ToF32Vector()),
-              1e-5)
-        << "rows sharing K/V (applies: " << DecodeRowsApply(args)
-        << "), merge in kernel " << merge_in_kernel << " " << SeedMessage();
-  }
-  args.rows_share_kv = false;
-  args.counters = nullptr;
-
   // The chunks merged in a cluster (head_dim 65..128, up to 8 chunks; the
   // flag is ignored elsewhere): other summation order, same tolerance.
   args.cluster_merge = true;
@@ -157,22 +139,16 @@ TEST_P(AttentionTest, MatchesCpuReference) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionTest,
     ::testing::Combine(
-        ::testing::Values(
-            Case{1, 0, 8, 4, 4, 16},         // first token
-            Case{1, 200, 300, 32, 32, 128},  // decode, MHA
-            Case{3, 77, 100, 8, 2, 64},      // few rows, GQA
-            Case{100, 0, 128, 8, 2, 16},     // prefill, pad d
-            Case{130, 20, 160, 4, 1, 128},   // tile tail, offset
-            Case{70, 0, 70, 2, 2, 256},      // largest head dim
-            Case{65, 5, 80, 3, 3, 40},       // odd head dim
-            // Long caches: an f16 cache's 128-key chunks.
-            Case{1, 2990, 3000, 8, 2, 128}, Case{2, 2500, 2600, 4, 4, 64},
-            // Rows that share K/V loads (rows_share_kv): 8
-            // rows; rows across a 64-key chunk boundary (the
-            // first see none of the last chunk), short and
-            // long; a padded head dim.
-            Case{8, 40, 48, 4, 4, 128}, Case{4, 126, 140, 4, 4, 128},
-            Case{5, 3005, 3100, 8, 2, 128}, Case{2, 62, 64, 2, 1, 100}),
+        ::testing::Values(Case{1, 0, 8, 4, 4, 16},         // first token
+                          Case{1, 200, 300, 32, 32, 128},  // decode, MHA
+                          Case{3, 77, 100, 8, 2, 64},      // few rows, GQA
+                          Case{100, 0, 128, 8, 2, 16},     // prefill, pad d
+                          Case{130, 20, 160, 4, 1, 128},   // tile tail, offset
+                          Case{70, 0, 70, 2, 2, 256},      // largest head dim
+                          Case{65, 5, 80, 3, 3, 40},       // odd head dim
+                          // Long caches: an f16 cache's 128-key chunks.
+                          Case{1, 2990, 3000, 8, 2, 128},
+                          Case{2, 2500, 2600, 4, 4, 64}),
         kKvDtypes),
     CaseAndDtype<AttentionTest::ParamType>);
 

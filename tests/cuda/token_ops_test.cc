@@ -149,30 +149,24 @@ TEST_P(KeyedAttentionTest, MatchesCpuReference) {
 
   if (c.rows <= 8) {
     // Split-K decode, its grid sized by the listed keys, with the in-kernel
-    // merge (counters) too; with the rows sharing each chunk's K/V loads
-    // (DecodeRowsApply) and a block per row.
+    // merge (counters) too.
     args.k_cache = &dk_live;
     args.v_cache = &dv_live;
+    Tensor scratch =
+        PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
     absl::StatusOr<Tensor> counters =
         AllocateDevice(ctx(), DType::kI32, {DecodeAttentionCounters(args)});
     ASSERT_TRUE(counters.ok()) << counters.status();
     ASSERT_TRUE(FillBytes(ctx(), 0, &*counters).ok());
-    for (bool share : {false, true}) {
-      args.rows_share_kv = share;
-      Tensor scratch =
-          PoisonedDevice(DType::kF32, {DecodeAttentionScratchFloats(args)});
-      for (bool merge_in_kernel : {false, true, true}) {
-        Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
-        args.out = &dec_out;
-        args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
-        ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
-        EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
-                  1e-5)
-            << "merge in kernel " << merge_in_kernel << ", rows share K/V "
-            << share << " " << SeedMessage();
-      }
+    for (bool merge_in_kernel : {false, true, true}) {
+      Tensor dec_out = PoisonedDevice(DType::kF32, ref.shape());
+      args.out = &dec_out;
+      args.counters = merge_in_kernel ? counters->data<int32_t>() : nullptr;
+      ASSERT_TRUE(DecodeAttention(ctx(), args, scratch.data<float>()).ok());
+      EXPECT_LT(testutil::RelativeError(Download(dec_out), ref.ToF32Vector()),
+                1e-5)
+          << "merge in kernel " << merge_in_kernel << " " << SeedMessage();
     }
-    args.rows_share_kv = false;
     absl::StatusOr<Tensor> host = ToHost(ctx(), *counters);
     ASSERT_TRUE(host.ok());
     const int32_t* ints = host->data<int32_t>();

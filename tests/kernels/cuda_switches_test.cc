@@ -49,7 +49,6 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
       EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
-    if (t.name == "DECODE_ROWS") EXPECT_FALSE(o.decode_rows_share_kv) << var;
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
