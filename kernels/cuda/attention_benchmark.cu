@@ -180,6 +180,14 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
       add({1, cache, 0, AttentionKernel::kDecode, dtype});
       add({1, cache, 1, AttentionKernel::kDecode, dtype});
     }
+    // A decode step's new row with 0-7 revived ones on the pipelined kernel
+    // (CudaBackend routes them there from tensor_core_keyed_attention_rows)
+    // and on the decode kernel, which gives each row its own blocks.
+    for (int64_t rows : {1, 2, 4, 8}) {
+      add({rows, cache, 1, AttentionKernel::kPipelined, DType::kF16});
+      if (rows > 1)
+        add({rows, cache, 1, AttentionKernel::kDecode, DType::kF16});
+    }
     // Revived rows: 9-64 in most layers that have any, 65-255 in a few.
     for (int64_t rows : {16, 32, 64, 128, 200}) {
       for (int64_t every : {1, 4}) {

@@ -98,7 +98,12 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     d.key_rows = StageIndices(args.key_positions, &sig);
     d.num_keys = args.num_keys;
   }
-  if (n <= 8) {
+  // Keyed rows from tensor_core_keyed_attention_rows on take the
+  // tensor-core split kernels even where the decode kernel could.
+  const bool keyed_tensor_cores =
+      !args.key_positions.empty() &&
+      n >= options_.tensor_core_keyed_attention_rows;
+  if (n <= 8 && !keyed_tensor_cores) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.
     LaunchDecodeAttention(d, sig, "Attention");

@@ -21,7 +21,10 @@ struct CudaBackendOptions {
   // a decode step's revived rows run on tensor cores from this many rows,
   // with the keys split over blocks (H200, run 11: revival decode 4k 7.04 ->
   // 6.78 ms, 16k 15.3 -> 11.7 ms). DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=N
-  // overrides it.
+  // overrides it; below 9 it takes rows from the split-K decode kernel,
+  // which gives each row its own blocks (2 / 4 / 8 rows over 16k f16 keys:
+  // 211 / 410 / 805 us, results/bench/h200_run142, against 79.5 us for 16
+  // rows on the pipelined kernel, h200_run136); run143.sh measures that.
   int64_t tensor_core_keyed_attention_rows = 9;
   // Prefills whose (query tile, head) grid leaves SMs idle split the keys
   // over more blocks (attention.h key_splits): a token step that revives a

@@ -316,12 +316,15 @@ class EveryThirdDropped : public Method {
 void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
                                   DType weights = DType::kF32,
                                   double tolerance = 3e-3,
-                                  bool drop_tenths = false,
-                                  bool cached = false) {
-  SCOPED_TRACE(absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2,
-                            " weights ", DTypeName(weights), " drop_tenths ",
-                            drop_tenths, " cached ", cached));
-  auto backend = CudaBackend::Create();
+                                  bool drop_tenths = false, bool cached = false,
+                                  int64_t keyed_tensor_core_rows = 9) {
+  SCOPED_TRACE(
+      absl::StrCat("early ", early, " skip_layer_2 ", skip_layer_2, " weights ",
+                   DTypeName(weights), " drop_tenths ", drop_tenths, " cached ",
+                   cached, " keyed tensor-core rows ", keyed_tensor_core_rows));
+  CudaBackendOptions backend_options;
+  backend_options.tensor_core_keyed_attention_rows = keyed_tensor_core_rows;
+  auto backend = CudaBackend::Create(backend_options);
   ASSERT_TRUE(backend.ok()) << backend.status();
   LoadOptions options;
   options.dtype = weights;
@@ -383,6 +386,9 @@ TEST_F(TokenOpsTest, PrunedSessionMatchesCpu) {
   // thirds, attending over key lists that miss the positions both dropped.
   CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 3e-3, false, true);
   CheckPrunedSessionMatchesCpu(true, false, DType::kF16, 5e-3, false, true);
+  // Every keyed attention, the new row's too, on the tensor-core split
+  // kernels (q rounded to f16: the f16 bound).
+  CheckPrunedSessionMatchesCpu(true, false, DType::kF32, 5e-3, false, true, 1);
 }
 
 }  // namespace
