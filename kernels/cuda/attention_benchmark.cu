@@ -175,6 +175,15 @@ void RegisterAttentionBenchmarks(bench::Env* env) {
         ->Iterations(bench::kIterations)
         ->Unit(benchmark::kMicrosecond);
   };
+  // One dense decode row (no list) on both kernels, for the key count from
+  // which CudaBackend takes the pipelined one
+  // (tensor_core_decode_attention_keys).
+  for (int64_t cache : {1024, 2048, 4096, 8192, 16384}) {
+    add({1, cache, 0, AttentionKernel::kPipelined, DType::kF16});
+    if (cache < 4096 || cache == 8192) {
+      add({1, cache, 0, AttentionKernel::kDecode, DType::kF16});
+    }
+  }
   for (int64_t cache : {4096, 16384}) {
     for (DType dtype : {DType::kF32, DType::kF16}) {
       add({1, cache, 0, AttentionKernel::kDecode, dtype});

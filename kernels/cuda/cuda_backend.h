@@ -238,6 +238,9 @@ class CudaBackend : public Backend {
                           absl::Span<Tensor* const> y);
   // x (f32) rounded to `dtype` in a step tensor: what cuBLAS reads.
   Tensor RoundedInput(const Tensor& x, DType dtype, const char* op);
+  // Whether a dense decode attention over `num_keys` keys takes the
+  // tensor-core split kernels (tensor_core_decode_attention_keys).
+  bool TensorCoreDecodeAttention(int64_t num_keys) const;
   // With `new_row`, DecodeAttentionWithNewRow.
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op,

@@ -89,6 +89,11 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
         op);
 }
 
+bool CudaBackend::TensorCoreDecodeAttention(int64_t num_keys) const {
+  const int64_t from = options_.tensor_core_decode_attention_keys;
+  return from > 0 && num_keys >= from;
+}
+
 void CudaBackend::Attention(const AttentionArgs& args) {
   const int64_t n = args.q->dim(0);
   uint64_t sig = kOpAttention;
@@ -98,18 +103,23 @@ void CudaBackend::Attention(const AttentionArgs& args) {
     d.key_rows = StageIndices(args.key_positions, &sig);
     d.num_keys = args.num_keys;
   }
-  // Keyed rows from tensor_core_keyed_attention_rows on take the
-  // tensor-core split kernels even where the decode kernel could.
+  // Keyed rows from tensor_core_keyed_attention_rows on, and dense decode
+  // rows over long caches, take the tensor-core split kernels even where
+  // the decode kernel could.
   const bool keyed_tensor_cores =
       !args.key_positions.empty() &&
       n >= options_.tensor_core_keyed_attention_rows;
-  if (n <= 8 && !keyed_tensor_cores) {
+  const bool dense_tensor_cores = args.key_positions.empty() && n <= 8 &&
+                                  TensorCoreDecodeAttention(args.num_keys);
+  if (dense_tensor_cores && !EagerOnly()) return;
+  if (n <= 8 && !keyed_tensor_cores && !dense_tensor_cores) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.
     LaunchDecodeAttention(d, sig, "Attention");
     return;
   }
-  d.tensor_cores = n >= (args.key_positions.empty()
+  d.tensor_cores = dense_tensor_cores ||
+                   n >= (args.key_positions.empty()
                              ? options_.tensor_core_attention_rows
                              : options_.tensor_core_keyed_attention_rows);
   const bool pipelined = options_.pipelined_split_attention && d.tensor_cores &&
@@ -198,8 +208,8 @@ void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
   const int64_t max_keys = options_.fused_decode_attention_max_keys;
   const bool short_cache = max_keys <= 0 || k_cache->dim(0) <= max_keys;
   if (!options_.fused_ops || !options_.fused_decode_attention || !one_row ||
-      !short_cache || args.q != q || args.k_cache != k_cache ||
-      args.v_cache != v_cache) {
+      !short_cache || TensorCoreDecodeAttention(args.num_keys) || args.q != q ||
+      args.k_cache != k_cache || args.v_cache != v_cache) {
     Backend::RopeWriteKvAttention(rope, q, k, v, k_cache, v_cache, args);
     return;
   }

@@ -26,6 +26,13 @@ struct CudaBackendOptions {
   // 211 / 410 / 805 us, results/bench/h200_run142, against 79.5 us for 16
   // rows on the pipelined kernel, h200_run136); run143.sh measures that.
   int64_t tensor_core_keyed_attention_rows = 9;
+  // A dense decode attention (at most 8 rows, no key list) over at least
+  // this many keys takes the pipelined tensor-core split kernel too, and the
+  // step runs eagerly: that kernel's grid follows the key count, so a
+  // captured graph would not stay valid (0: never). One row over 16k f16
+  // keys took 97 us there against 120 on the decode kernel (H100,
+  // results/bench/h100_run143). DYNSPARSE_CUDA_TC_DECODE_KEYS=N overrides it.
+  int64_t tensor_core_decode_attention_keys = 0;
   // Prefills whose (query tile, head) grid leaves SMs idle split the keys
   // over more blocks (attention.h key_splits): a token step that revives a
   // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0

@@ -61,6 +61,7 @@ constexpr Number kNumbers[] = {
     {"TC_ATTENTION_ROWS", &Options::tensor_core_attention_rows, 1, ""},
     {"TC_KEYED_ATTENTION_ROWS", &Options::tensor_core_keyed_attention_rows, 1,
      ""},
+    {"TC_DECODE_KEYS", &Options::tensor_core_decode_attention_keys, 0, ""},
     // The decode kernel has 16-, 32- and 64-key chunk variants.
     {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
     // The lazy K/V kernel has 2- and 4-row variants (0: automatic).

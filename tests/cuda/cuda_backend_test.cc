@@ -316,6 +316,26 @@ TEST_P(CudaBackendTest, MultiChunkDecodeMatchesCpu) {
   }
 }
 
+// Dense decode attention on the pipelined tensor-core split kernel
+// (tensor_core_decode_attention_keys: from 100 keys here) against the
+// default decode kernel: f16 operands, so f16-sized differences; the steps
+// over >= 100 keys run eagerly, the earlier ones from the captured graph.
+TEST_P(CudaBackendTest, TensorCoreDecodeAttentionMatchesDecodeKernel) {
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    Load(dtype);
+    if (model_->config.max_position_embeddings < 180) {
+      GTEST_SKIP() << GetParam() << " has fewer than 180 positions";
+    }
+    CudaBackendOptions options;
+    options.tensor_core_decode_attention_keys = 100;
+    const double worst = WorstAgainst(options, /*prompt=*/90, /*steps=*/30);
+    std::cout << GetParam() << " " << DTypeName(dtype)
+              << " tensor-core decode attention: max rel " << worst << "\n";
+    EXPECT_GE(worst, 0.0);  // -1: a step failed.
+    EXPECT_LT(worst, 5e-3);
+  }
+}
+
 TEST_P(CudaBackendTest, MaskedUnitsMatchCpu) {
   Load(DType::kF32);
   HalfUnits half;
