@@ -17,22 +17,25 @@ struct CudaBackendOptions {
   // operands, attention.h); shorter ones, and decode, stay in f32.
   // DYNSPARSE_CUDA_TC_ATTENTION_ROWS=N overrides it (A/B timing).
   int64_t tensor_core_attention_rows = 256;
-  // The same for attention over a key list (a LazyLLM step's live keys):
-  // a decode step's revived rows run on tensor cores from this many rows,
-  // with the keys split over blocks (H200, run 11: revival decode 4k 7.04 ->
-  // 6.78 ms, 16k 15.3 -> 11.7 ms). DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=N
-  // overrides it; below 9 it takes rows from the split-K decode kernel,
-  // which gives each row its own blocks (2 / 4 / 8 rows over 16k f16 keys:
-  // 211 / 410 / 805 us, results/bench/h200_run142, against 79.5 us for 16
-  // rows on the pipelined kernel, h200_run136); run143.sh measures that.
-  int64_t tensor_core_keyed_attention_rows = 9;
+  // The same for attention over a key list (a LazyLLM step's live keys).
+  // Keyed attention of any row count runs on the tensor-core split kernels,
+  // a decode step's new row too: the split-K decode kernel gives each row
+  // its own blocks (2 / 4 / 8 rows over 16k f16 keys: 223 / 432 / 856 us),
+  // the pipelined kernel streams the keys once for all rows (97-99 us for
+  // 1-8 rows; H100, results/bench/h100_run143). LazyLLM keys=cached decode
+  // at 4k / 8k / 16k: 6.78 / 7.91 / 9.82 -> 6.58 / 7.60 / 9.31 ms
+  // (h100_run144). DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=N overrides it
+  // (9: the decode kernel below 9 rows, as before).
+  int64_t tensor_core_keyed_attention_rows = 1;
   // A dense decode attention (at most 8 rows, no key list) over at least
   // this many keys takes the pipelined tensor-core split kernel too, and the
   // step runs eagerly: that kernel's grid follows the key count, so a
-  // captured graph would not stay valid (0: never). One row over 16k f16
-  // keys took 97 us there against 120 on the decode kernel (H100,
-  // results/bench/h100_run143). DYNSPARSE_CUDA_TC_DECODE_KEYS=N overrides it.
-  int64_t tensor_core_decode_attention_keys = 0;
+  // captured graph would not stay valid (0: never). One row over 4k / 8k /
+  // 16k f16 keys: 31 / 55 / 103 us there against 37 / 68 / 121 on the decode
+  // kernel (2k: 19.6 / 20.6); Llama-2-7B dense decode at 4k / 8k / 16k 6.09
+  // / 6.98 / 8.71 -> 6.04 / 6.77 / 8.29 ms (H100, results/bench/h100_run144).
+  // DYNSPARSE_CUDA_TC_DECODE_KEYS=N overrides it.
+  int64_t tensor_core_decode_attention_keys = 4096;
   // Prefills whose (query tile, head) grid leaves SMs idle split the keys
   // over more blocks (attention.h key_splits): a token step that revives a
   // few dozen rows over ~1000 live keys. DYNSPARSE_CUDA_SPLIT_ATTENTION=0
