@@ -97,7 +97,7 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
              "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
              "DYNSPARSE_CUDA_DECODE_CHUNK=16",
              "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-             "DYNSPARSE_CUDA_TC_DECODE_KEYS=4096",
+             "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024",
              "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
              "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
             &o)
@@ -107,7 +107,7 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   EXPECT_EQ(o.fused_sparse_mlp, 2);
   EXPECT_EQ(o.fused_sparse_mlp_cluster, 4);
   EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
-  EXPECT_EQ(o.tensor_core_decode_attention_keys, 4096);
+  EXPECT_EQ(o.tensor_core_decode_attention_keys, 1024);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
   EXPECT_EQ(o.decode_chunk_keys, 16);
