@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/graph/top_count.h"
 #include "core/logging.h"
 
 namespace dynsparse {
@@ -133,6 +134,19 @@ void Backend::CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
     std::memcpy(to + dst_rows[i] * width, from + src_rows[i] * width,
                 static_cast<size_t>(width) * sizeof(float));
   }
+}
+
+void Backend::TopCount(const Tensor& scores, int64_t count, Tensor* indices) {
+  DS_CHECK(scores.device() == Device::kCpu && indices->device() == Device::kCpu)
+      << name() << ": TopCount on host tensors only";
+  DS_CHECK(scores.dtype() == DType::kF32 && indices->dtype() == DType::kI32 &&
+           indices->numel() == count && count > 0 && count < scores.numel());
+  const std::vector<int32_t> top =
+      TopCountIndices(absl::MakeConstSpan(scores.data<float>(),
+                                          static_cast<size_t>(scores.numel())),
+                      count);
+  std::memcpy(indices->data<int32_t>(), top.data(),
+              top.size() * sizeof(int32_t));
 }
 
 void Backend::Argmax(const Tensor& logits, Tensor* ids) {

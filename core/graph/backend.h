@@ -379,17 +379,26 @@ class Backend {
   virtual void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                         absl::Span<const int32_t> dst_rows, Tensor* dst);
   virtual void LastQueryAttention(const LastQueryArgs& args) = 0;
+  // indices = the ascending positions of the `count` largest scores (f32
+  // [n], finite), ties to the lower position (core/graph/top_count.h);
+  // i32 [count] on this device, 0 < count < n. LazyLLM's choice, run next
+  // to the probe so the host reads `count` indices, not n scores.
+  // Default: host tensors.
+  virtual void TopCount(const Tensor& scores, int64_t count, Tensor* indices);
+  // Whether Session picks LazyLLM's tokens with TopCount (true) or on the
+  // host from downloaded scores: the same choice, a switch for A/B timing.
+  virtual bool TopCountEnabled() const { return true; }
   // A copy whose values are valid on return, even inside a step: the host
   // decides on them before the step goes on (token selection). A backend that
   // replays recorded steps cannot honour it and runs such steps eagerly.
   virtual Tensor ReadNow(const Tensor& x) { return ToHost(x); }
   // ReadNow in two halves, so the host can queue more work before it waits:
-  // StartRead queues the download of x (f32; nothing may write x until
+  // StartRead queues the download of x (f32 or i32; nothing may write x until
   // FinishRead) and returns at once; FinishRead returns its values, waiting
   // for that download only, not for the ops queued after it. One read may
   // be started at a time. Default: the values are read in StartRead.
   struct StartedRead {
-    Tensor values;  // Host f32, filled by FinishRead at the latest.
+    Tensor values;  // Host f32 or i32, filled by FinishRead at the latest.
     Tensor source;  // x, when the backend reads it in FinishRead only.
   };
   virtual StartedRead StartRead(const Tensor& x) {

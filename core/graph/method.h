@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "core/graph/backend.h"
+#include "core/graph/top_count.h"
 #include "core/graph/unit_selection.h"
 #include "core/model_config.h"
 #include "core/tensor.h"
@@ -56,6 +57,15 @@ class TokenCandidates {
   // the candidates (the same keys it attended to), averaged over all query
   // heads. Computed on the first call only (a device round trip).
   virtual absl::Span<const float> LastQueryAttention() = 0;
+  // The ascending indices of the `count` candidates below first_protected()
+  // with the highest LastQueryAttention, ties to the earlier one. Session
+  // answers from the device when the method announced the count
+  // (Method::ProbeTopCount); otherwise, and by default, from the scores.
+  virtual std::vector<int32_t> TopLastQueryAttention(int64_t count) {
+    return TopCountIndices(
+        LastQueryAttention().first(static_cast<size_t>(first_protected())),
+        count);
+  }
 };
 
 // How the graph executes head/neuron selections. Both give the same numbers
@@ -96,6 +106,15 @@ class Method {
   // at the layer boundary. A probe computed and not asked for is wasted work,
   // never a wrong selection.
   virtual bool MayProbeBefore(const LayerSite& site) const { return false; }
+  // When SelectTokens at `site`, given `candidates` of which the first
+  // `prunable` may go, will ask TopLastQueryAttention(count): that count,
+  // so Session can pick them with the probe and download `count` indices
+  // instead of every score (the host's selection over a long context would
+  // otherwise hold the device idle). -1: it will not, or it does not know.
+  virtual int64_t ProbeTopCount(const LayerSite& site, int64_t candidates,
+                                int64_t prunable) const {
+    return -1;
+  }
   // Before attention: heads each row computes. `x` is the layer's input
   // (residual stream before the attention norm), [rows, hidden].
   virtual void SelectHeads(const LayerSite& site, const Tensor& x,

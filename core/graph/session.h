@@ -135,7 +135,8 @@ class Session {
   void StartNextProbe(int64_t layer);
   // The started probe's values (waiting for its download), or an empty
   // tensor when none was started for `layer`; never leaves one pending.
-  Tensor FinishProbe(int64_t layer);
+  // `top_count`: set to the started probe's top count (-1: scores).
+  Tensor FinishProbe(int64_t layer, int64_t* top_count = nullptr);
   // An oracle selection becomes ids: per row, the units of `x` (blocks of
   // `unit_width` columns) with the largest L2 norm.
   void ResolveOracle(const Tensor& x, int64_t unit_width,
@@ -154,10 +155,19 @@ class Session {
   absl::Span<const int32_t> live_keys_;
   Tensor last_query_;
   // The next layer's probe: its keys while the layer runs (empty: no early
-  // probe), then its download and the layer it is for (-1: none).
+  // probe) and, where the method announced it (Method::ProbeTopCount), how
+  // many of the first `prunable` keys it keeps; then its download and the
+  // layer it is for (-1: none). A started probe with a top count > 0 holds
+  // the kept indices (Backend::TopCount), i32, else the scores.
+  struct ProbeTop {
+    int64_t count = -1;
+    int64_t prunable = 0;
+  };
   absl::Span<const int32_t> next_probe_keys_;
+  ProbeTop next_probe_top_;
   Backend::StartedRead started_probe_;
   int64_t started_probe_layer_ = -1;
+  int64_t started_probe_top_count_ = -1;
   SparseBlocks sparse_;  // Sparse execution of head/neuron selections.
   // DecodeGreedy's token on the backend's device, i32 [1]: written by each
   // step's argmax, read by the next step's embedding.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,12 +28,18 @@ namespace {
 
 class Candidates : public TokenCandidates {
  public:
+  // `probe`: the scores. `started_top`: the indices a probe started with
+  // Backend::TopCount holds for a count, or nothing (an empty optional).
+  using StartedTop =
+      std::function<std::optional<std::vector<int32_t>>(int64_t count)>;
   Candidates(absl::Span<const int32_t> positions, int32_t first_new,
-             int64_t first_protected, std::function<Tensor()> probe)
+             int64_t first_protected, std::function<Tensor()> probe,
+             StartedTop started_top)
       : positions_(positions),
         first_new_(first_new),
         first_protected_(first_protected),
-        probe_(std::move(probe)) {}
+        probe_(std::move(probe)),
+        started_top_(std::move(started_top)) {}
 
   absl::Span<const int32_t> positions() const override { return positions_; }
   int32_t first_new() const override { return first_new_; }
@@ -42,14 +49,26 @@ class Candidates : public TokenCandidates {
     return absl::MakeConstSpan(scores_.data<float>(),
                                static_cast<size_t>(scores_.numel()));
   }
-  bool probed() const { return !scores_.empty(); }
+  std::vector<int32_t> TopLastQueryAttention(int64_t count) override {
+    if (scores_.empty()) {
+      std::optional<std::vector<int32_t>> top = started_top_(count);
+      if (top.has_value()) {
+        probed_ = true;
+        return *std::move(top);
+      }
+    }
+    return TokenCandidates::TopLastQueryAttention(count);
+  }
+  bool probed() const { return probed_ || !scores_.empty(); }
 
  private:
   absl::Span<const int32_t> positions_;
   int32_t first_new_;
   int64_t first_protected_;
   std::function<Tensor()> probe_;
+  StartedTop started_top_;
   Tensor scores_;
+  bool probed_ = false;  // Answered from a started TopCount.
 };
 
 // The positions of `live` (ascending) without K/V at a layer, whose row of
@@ -179,11 +198,21 @@ Tensor Session::ProbeLastQuery(int64_t key_layer,
 
 void Session::StartNextProbe(int64_t layer) {
   FinishProbe(started_probe_layer_);  // One download at a time.
-  started_probe_ = backend_.StartRead(ProbeLastQuery(layer, next_probe_keys_));
+  Tensor scores = ProbeLastQuery(layer, next_probe_keys_);
+  started_probe_top_count_ = next_probe_top_.count;
+  if (started_probe_top_count_ > 0) {
+    Tensor top = backend_.Allocate(DType::kI32, {started_probe_top_count_});
+    backend_.TopCount(scores.Rows(0, next_probe_top_.prunable),
+                      started_probe_top_count_, &top);
+    started_probe_ = backend_.StartRead(top);
+  } else {
+    started_probe_ = backend_.StartRead(scores);
+  }
   started_probe_layer_ = layer + 1;
 }
 
-Tensor Session::FinishProbe(int64_t layer) {
+Tensor Session::FinishProbe(int64_t layer, int64_t* top_count) {
+  if (top_count != nullptr) *top_count = started_probe_top_count_;
   if (started_probe_layer_ < 0 || started_probe_layer_ != layer) {
     return Tensor();
   }
@@ -223,18 +252,37 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
           std::lower_bound(live.begin(), live.end(), protect_from) -
           live.begin();
       const std::vector<int32_t>& keys = live;
-      Candidates candidates(keys, first_new, first_protected, [&, layer] {
-        const auto wait_start = std::chrono::steady_clock::now();
-        Tensor started = FinishProbe(layer);
-        Tensor probe = started.empty()
-                           ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
-                           : started;
-        times.probe_wait_ms +=
-            std::chrono::duration<double, std::milli>(
-                std::chrono::steady_clock::now() - wait_start)
-                .count();
-        return probe;
-      });
+      // The host waits for a started probe's download in one of these two.
+      const auto waited_since = [&times](auto start) {
+        times.probe_wait_ms += std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
+      };
+      Candidates candidates(
+          keys, first_new, first_protected,
+          [&, layer] {
+            const auto wait_start = std::chrono::steady_clock::now();
+            int64_t top_count = -1;
+            Tensor started = FinishProbe(layer, &top_count);
+            // A started TopCount's indices are no scores: probe again.
+            Tensor probe =
+                started.empty() || top_count > 0
+                    ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
+                    : started;
+            waited_since(wait_start);
+            return probe;
+          },
+          [&, layer](int64_t count) -> std::optional<std::vector<int32_t>> {
+            if (started_probe_layer_ != layer ||
+                started_probe_top_count_ != count) {
+              return std::nullopt;
+            }
+            const auto wait_start = std::chrono::steady_clock::now();
+            Tensor top = FinishProbe(layer);
+            waited_since(wait_start);
+            const int32_t* p = top.data<int32_t>();
+            return std::vector<int32_t>(p, p + top.numel());
+          });
       TokenSelection keep;
       method_.SelectTokens({layer, phase}, candidates, &keep);
       FinishProbe(layer);  // Started and not asked for.
@@ -321,8 +369,23 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
                             method_.MayProbeBefore({layer + 1, phase});
     next_probe_keys_ =
         probe_next ? absl::MakeConstSpan(live) : absl::Span<const int32_t>();
+    next_probe_top_ = ProbeTop();
+    if (probe_next && backend_.TopCountEnabled()) {
+      // Layer + 1's candidates are `live`, protected from the same position.
+      next_probe_top_.prunable =
+          std::lower_bound(live.begin(), live.end(), protect_from) -
+          live.begin();
+      const int64_t count = method_.ProbeTopCount(
+          {layer + 1, phase}, static_cast<int64_t>(live.size()),
+          next_probe_top_.prunable);
+      // TopCount picks a proper subset; the method needs no score otherwise.
+      if (count > 0 && count < next_probe_top_.prunable) {
+        next_probe_top_.count = count;
+      }
+    }
     RunLayer(layer, phase, rows, x, pending, rows_changed);
     next_probe_keys_ = absl::Span<const int32_t>();
+    next_probe_top_ = ProbeTop();
     state.MarkComputed(layer, rows, revived);
     const int bucket = TokenProfile::Bucket(static_cast<int64_t>(rows.size()));
     clock.Lap(*x, &times.layer_ms[bucket], &times.layer_host_ms[bucket]);

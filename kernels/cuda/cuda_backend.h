@@ -160,6 +160,8 @@ class CudaBackend : public Backend {
   void CopyRows(const Tensor& src, absl::Span<const int32_t> src_rows,
                 absl::Span<const int32_t> dst_rows, Tensor* dst) override;
   void LastQueryAttention(const LastQueryArgs& args) override;
+  void TopCount(const Tensor& scores, int64_t count, Tensor* indices) override;
+  bool TopCountEnabled() const override { return options_.top_count; }
   Tensor ReadNow(const Tensor& x) override;
   StartedRead StartRead(const Tensor& x) override;
   Tensor FinishRead(StartedRead read) override;
@@ -312,6 +314,10 @@ class CudaBackend : public Backend {
   // Token ops: true in eager mode; otherwise marks the step for an eager
   // rerun and stops graph capture (token steps are data dependent).
   bool EagerOnly();
+  // What a read returns in a step that will be rerun eagerly (EagerOnly
+  // false): never used, but it must pass the caller's checks. Zeros for
+  // f32; 0, 1, 2, ... for i32, valid ascending indices as TopCount's are.
+  static Tensor PlaceholderRead(const Tensor& x);
   void* WorkspaceAddress();
   void* SideWorkspaceAddress();  // Null before the first side work.
   // Side work (cuda_backend_side.cc): every outstanding token waited for,

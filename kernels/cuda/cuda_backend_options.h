@@ -141,6 +141,11 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_EARLY_READS=0 defers the whole read to FinishRead, a
   // ReadNow there (A/B timing).
   bool early_reads = true;
+  // LazyLLM's choice of the tokens to keep runs on the device next to the
+  // probe (Backend::TopCount, top_count.h), so the host downloads the kept
+  // indices instead of selecting from every score while the device waits.
+  // DYNSPARSE_CUDA_TOP_COUNT=0 selects on the host (A/B timing).
+  bool top_count = true;
   // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
   // attention reads half the bytes, and the tensor-core kernels stage the
   // rows as they are. The persistent decode stack reads f32 only, so with

@@ -1,14 +1,15 @@
-// CudaBackend's token-axis ops (LazyLLM): row copies, the last-query probe
-// and the mid-step read the host selects tokens from. Token selection makes
-// steps data dependent (the host reads probe values and picks the next rows),
-// so these ops run eagerly only: met inside a CUDA-graph capture or replay,
-// they mark the step for an eager rerun and turn graph capture off for this
-// backend.
+// CudaBackend's token-axis ops (LazyLLM): row copies, the last-query probe,
+// the choice of the kept tokens next to it and the mid-step read the host
+// selects tokens from. Token selection makes steps data dependent (the host
+// reads the chosen indices and picks the next rows), so these ops run
+// eagerly only: met inside a CUDA-graph capture or replay, they mark the
+// step for an eager rerun and turn graph capture off for this backend.
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/token_ops.h"
+#include "kernels/cuda/top_count.h"
 
 namespace dynsparse::cuda {
 
@@ -49,20 +50,36 @@ void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
         "LastQueryAttention");
 }
 
+void CudaBackend::TopCount(const Tensor& scores, int64_t count,
+                           Tensor* indices) {
+  if (!EagerOnly()) return;
+  Check(TopCountDevice(*active_, scores, count, indices), "TopCount");
+}
+
+Tensor CudaBackend::PlaceholderRead(const Tensor& x) {
+  if (x.dtype() != DType::kI32) return Tensor::Zeros(DType::kF32, x.shape());
+  Tensor indices = Tensor::Zeros(DType::kI32, x.shape());
+  int32_t* p = indices.data<int32_t>();
+  for (int64_t i = 0; i < indices.numel(); ++i) p[i] = static_cast<int32_t>(i);
+  return indices;
+}
+
 Tensor CudaBackend::ReadNow(const Tensor& x) {
-  if (!EagerOnly()) return Tensor::Zeros(DType::kF32, x.shape());
+  const DType read = x.dtype() == DType::kI32 ? DType::kI32 : DType::kF32;
+  if (!EagerOnly()) return PlaceholderRead(x);
   absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);  // Synchronous.
   Check(host.status(), "ReadNow");
-  return host->dtype() == DType::kF32 ? *host : host->ConvertTo(DType::kF32);
+  return host->dtype() == read ? *host : host->ConvertTo(read);
 }
 
 Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
   DS_CHECK(!read_started_) << "CudaBackend: one StartRead at a time";
-  if (x.device() == Device::kCpu || x.dtype() != DType::kF32) {
+  if (x.device() == Device::kCpu ||
+      (x.dtype() != DType::kF32 && x.dtype() != DType::kI32)) {
     return {ReadNow(x), Tensor()};
   }
   if (!options_.early_reads) return {Tensor(), x};
-  if (!EagerOnly()) return {Tensor::Zeros(DType::kF32, x.shape()), Tensor()};
+  if (!EagerOnly()) return {PlaceholderRead(x), Tensor()};
   if (x.bytes() > read_pinned_bytes_) {  // No download is using it.
     if (read_pinned_ != nullptr) cudaFreeHost(read_pinned_);
     read_pinned_ = nullptr;
@@ -81,7 +98,7 @@ Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
                           "started read event"),
         "StartRead");
   read_started_ = true;
-  return {Tensor::Zeros(DType::kF32, x.shape()), Tensor()};
+  return {Tensor::Zeros(x.dtype(), x.shape()), Tensor()};
 }
 
 Tensor CudaBackend::FinishRead(StartedRead read) {

@@ -40,6 +40,7 @@ constexpr OnOff kOnOff[] = {
     {"TOPK_CLUSTER", &Options::topk_cluster},
     {"DECODE_STACK", &Options::decode_stack, /*one_turns_on=*/true},
     {"EARLY_READS", &Options::early_reads},
+    {"TOP_COUNT", &Options::top_count},
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},

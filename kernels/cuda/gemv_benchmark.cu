@@ -34,6 +34,7 @@
 #include "kernels/cuda/benchmark_timing.h"
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/top_count_benchmark.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -285,6 +286,7 @@ int main(int argc, char** argv) {
   bench::Env env{ctx->get(), *copy};
   Register(&env);
   RegisterAttentionBenchmarks(&env);
+  RegisterTopCountBenchmarks(&env);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -40,6 +40,10 @@ class CombinedMethod : public Method {
   bool MayProbeBefore(const LayerSite& site) const override {
     return tokens_->MayProbeBefore(site);
   }
+  int64_t ProbeTopCount(const LayerSite& site, int64_t candidates,
+                        int64_t prunable) const override {
+    return tokens_->ProbeTopCount(site, candidates, prunable);
+  }
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override {
     tokens_->SelectTokens(site, candidates, keep);

@@ -121,26 +121,10 @@ std::vector<int32_t> LazyLlmMethod::Choose(TokenCandidates& candidates,
     }
     return chosen;
   }
-  // The `count` highest probabilities, ties keeping the earlier token. The
-  // host picks them while the GPU waits for the next layer, over the whole
-  // context in decode steps, so: the count-th highest value by a selection
-  // over a copy of the scores (no sort, no indirection through indices),
-  // then one ascending pass takes every score above it and the earliest of
-  // those equal to it.
-  const absl::Span<const float> scores = candidates.LastQueryAttention();
-  std::vector<float> values(scores.begin(), scores.begin() + limit);
-  std::nth_element(values.begin(), values.begin() + (count - 1), values.end(),
-                   std::greater<float>());
-  const float threshold = values[static_cast<size_t>(count - 1)];
-  int64_t above = 0;
-  for (int64_t i = 0; i < limit; ++i) above += scores[i] > threshold;
-  int64_t equal_left = count - above;
-  for (int32_t i = 0; i < static_cast<int32_t>(limit); ++i) {
-    if (scores[i] > threshold || (scores[i] == threshold && equal_left-- > 0)) {
-      chosen.push_back(i);
-    }
-  }
-  return chosen;
+  // The `count` highest probabilities, ties keeping the earlier token
+  // (limit is first_protected()): picked with the probe where Session could
+  // (ProbeTopCount), else from the scores on the host.
+  return candidates.TopLastQueryAttention(count);
 }
 
 bool LazyLlmMethod::MayProbeBefore(const LayerSite& site) const {
@@ -148,6 +132,22 @@ bool LazyLlmMethod::MayProbeBefore(const LayerSite& site) const {
   // prompt's step only.
   return schedule_.count(site.layer) > 0 && !options_.random &&
          (options_.revive || site.phase == Phase::kPrefill);
+}
+
+int64_t LazyLlmMethod::KeepCount(double keep, int64_t candidates,
+                                 int64_t prunable) {
+  const int64_t target =
+      static_cast<int64_t>(std::ceil(keep * static_cast<double>(candidates)));
+  return std::clamp<int64_t>(target - (candidates - prunable), 0, prunable);
+}
+
+int64_t LazyLlmMethod::ProbeTopCount(const LayerSite& site, int64_t candidates,
+                                     int64_t prunable) const {
+  if (!MayProbeBefore(site)) return -1;
+  const int64_t count =
+      KeepCount(schedule_.at(site.layer), candidates, prunable);
+  // Choose reads no score for these.
+  return count > 0 && count < prunable ? count : -1;
 }
 
 void LazyLlmMethod::SelectTokens(const LayerSite& site,
@@ -175,10 +175,7 @@ void LazyLlmMethod::SelectTokens(const LayerSite& site,
   }
 
   // Keep the top fraction of the current set; protected rows count in it.
-  const int64_t target =
-      static_cast<int64_t>(std::ceil(it->second * static_cast<double>(n)));
-  const int64_t count =
-      std::clamp<int64_t>(target - (n - prunable), 0, prunable);
+  const int64_t count = KeepCount(it->second, n, prunable);
   keep->keep_rows = Choose(candidates, prunable, count);
 
   if (!options_.revive && prompt_step) {

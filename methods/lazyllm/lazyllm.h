@@ -54,6 +54,8 @@ class LazyLlmMethod : public Method {
   bool SelectsTokens() const override { return true; }
   bool AttendsToCachedTokens() const override { return options_.keys_cached; }
   bool MayProbeBefore(const LayerSite& site) const override;
+  int64_t ProbeTopCount(const LayerSite& site, int64_t candidates,
+                        int64_t prunable) const override;
   void SelectTokens(const LayerSite& site, TokenCandidates& candidates,
                     TokenSelection* keep) override;
 
@@ -61,6 +63,9 @@ class LazyLlmMethod : public Method {
   const PruneSchedule& schedule() const { return schedule_; }
 
  private:
+  // Candidates a boundary keeping `keep` of them keeps among the first
+  // `prunable` (the protected ones count in the fraction).
+  static int64_t KeepCount(double keep, int64_t candidates, int64_t prunable);
   // Indices of the `count` candidates in [0, limit) to keep, ascending.
   std::vector<int32_t> Choose(TokenCandidates& candidates, int64_t limit,
                               int64_t count);

@@ -460,10 +460,10 @@ TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
 // must time the same computation (run 104 found FUSE=0 stopping on f16
 // models). Two fixture models, a Llama (GQA) and an OPT, bound the time. The
 // decode is dense, so the DejaVu and LazyLLM switches (SIDE_WORK,
-// STAGE_ONCE, TOPK_CLUSTER, LAZY_MMA, EARLY_READS) only show here that they
-// leave it alone (sparse_ops_test runs SIDE_WORK, TOPK_CLUSTER and LAZY_MMA
-// both ways on a sparse decode; STAGE_ONCE and EARLY_READS have no such
-// test yet).
+// STAGE_ONCE, TOPK_CLUSTER, LAZY_MMA, EARLY_READS, TOP_COUNT) only show here
+// that they leave it alone (sparse_ops_test runs SIDE_WORK, TOPK_CLUSTER and
+// LAZY_MMA both ways on a sparse decode, top_count_test TOP_COUNT on a
+// LazyLLM session; STAGE_ONCE and EARLY_READS have no such test yet).
 TEST_P(CudaBackendTest, EverySwitchDecodesAnF16Model) {
   if (GetParam() != "llama-gqa-llama3rope" && GetParam() != "opt-postln-proj" &&
       GetParam() != "random-llama-gqa-hd128") {

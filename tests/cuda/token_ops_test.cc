@@ -360,7 +360,9 @@ void CheckPrunedSessionMatchesCpu(bool early, bool skip_layer_2,
               tolerance)
         << "decode step " << s;
   }
-  if (!drop_tenths) EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
+  if (!drop_tenths) {
+    EXPECT_GT(on_cuda.token_state()->stats().revived, 0);
+  }
   EXPECT_EQ(on_cuda.token_state()->stats().computed,
             on_cpu.token_state()->stats().computed);
   ASSERT_EQ(cuda_method.probes.size(), cpu_method.probes.size());

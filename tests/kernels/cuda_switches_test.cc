@@ -49,9 +49,11 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
       EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
+    if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
+  EXPECT_THAT(names, ::testing::Contains("TOP_COUNT"));
   // PDL, EARLY_LOADS and GEMV_BOUNDS set no option field (DeviceContext
   // reads them).
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("PDL")));

@@ -1,19 +1,23 @@
 // CPU benchmarks: the decode GEMV (the memory-bound kernel of batch-1
 // decoding) and one whole decode step, each reporting bytes of weights read
-// per second next to a measured copy bandwidth of the same machine.
+// per second next to a measured copy bandwidth of the same machine; and
+// LazyLLM's choice from n probe scores on the host (TopCountIndices), the
+// time a CUDA decode step waits when the device does not choose.
 //
 //   build/tools/benchmarks/cpu_benchmarks --benchmark_format=json
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
-#include "core/random_weights.h"
 #include "core/graph/session.h"
+#include "core/graph/top_count.h"
 #include "core/io/model_loader.h"
 #include "core/model_shapes.h"
+#include "core/random_weights.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "methods/dense/dense.h"
@@ -43,6 +47,27 @@ Tensor RandomMatrix(int64_t rows, int64_t cols, DType dtype) {
   for (float& v : values) v = dist(rng);
   return Tensor::FromF32(values, {rows, cols}, dtype);
 }
+
+// A quarter of n softmax-like scores (keep=0.25 in a late decode step).
+void BM_TopCountIndices(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist;
+  std::vector<float> scores(static_cast<size_t>(n));
+  double total = 0;
+  for (float& s : scores) total += (s = std::exp(4.f * dist(rng)));
+  for (float& s : scores) s = static_cast<float>(s / total);
+  for (auto _ : state) {
+    std::vector<int32_t> top = TopCountIndices(scores, n / 4);
+    benchmark::DoNotOptimize(top.data());
+  }
+}
+BENCHMARK(BM_TopCountIndices)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Arg(16384)
+    ->Arg(65536)
+    ->Unit(benchmark::kMicrosecond);
 
 // y = W x for a [rows, cols] weight; args: rows, cols, dtype.
 void BM_Gemv(benchmark::State& state) {
