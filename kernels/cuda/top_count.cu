@@ -136,8 +136,9 @@ __global__ void __launch_bounds__(kThreads)
                              __popc(above_mask & lanes_below);
     const int equal_before = equal_so_far + static_cast<int>(before >> 16) +
                              __popc(equal_mask & lanes_below);
-    if (above || (equal && equal_before < equal_wanted)) {
-      out[above_before + min(equal_before, equal_wanted)] = i;
+    const int slot = above_before + min(equal_before, equal_wanted);
+    if ((above || (equal && equal_before < equal_wanted)) && slot < count) {
+      out[slot] = i;
     }
     above_so_far += static_cast<int>(tile & 0xffffu);
     equal_so_far += static_cast<int>(tile >> 16);
