@@ -137,11 +137,12 @@ class Backend {
   // weights). Ops that take a cache accept it in this type.
   virtual DType KvCacheDtype(DType weights) const { return DType::kF32; }
 
-  // Bracket the ops of one Session::Forward of `rows` new tokens. Between
-  // them a backend may defer work (CudaBackend captures single-token steps
-  // into a CUDA graph and replays it), so host tensors returned by ToHost
-  // hold their values only after EndStep returns kDone.
-  virtual void BeginStep(int64_t rows) {}
+  // Bracket the ops of one Session::Forward of `rows` new tokens, after
+  // which the sequence holds `keys` tokens (the most any row attends to).
+  // Between them a backend may defer work (CudaBackend captures
+  // single-token steps into a CUDA graph and replays it), so host tensors
+  // returned by ToHost hold their values only after EndStep returns kDone.
+  virtual void BeginStep(int64_t rows, int64_t keys) {}
   virtual absl::StatusOr<StepOutcome> EndStep() { return StepOutcome::kDone; }
   // Pipelined steps (Session::DecodeGreedy): EndStepAsync ends a step like
   // EndStep but may return while its work still runs, so the host prepares

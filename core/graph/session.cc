@@ -154,7 +154,7 @@ absl::StatusOr<Tensor> Session::Step(absl::Span<const int32_t> tokens,
   // be run again; the second attempt runs eagerly.
   for (int attempt = 0;; ++attempt) {
     if (tokens_ != nullptr) tokens_->BeginStep();
-    backend_.BeginStep(n);
+    backend_.BeginStep(n, length() + n);
     Tensor x = greedy ? EmbedDevice(device_token_, positions)
                       : Embed(tokens, positions);
     absl::StatusOr<Tensor> logits =

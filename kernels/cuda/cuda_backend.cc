@@ -163,7 +163,7 @@ Tensor CudaBackend::Allocate(DType dtype, Shape shape) {
   return *t;
 }
 
-void CudaBackend::BeginStep(int64_t rows) {
+void CudaBackend::BeginStep(int64_t rows, int64_t keys) {
   // One step may still run (EndStepAsync): this step stages into the other
   // half of the pinned buffers, which the step before that one used, so
   // that one must be done. Without stage_once a captured graph's copies
@@ -192,7 +192,11 @@ void CudaBackend::BeginStep(int64_t rows) {
   Check(CudaErrorToStatus(cudaEventRecord(step_start_[half_], ctx_->stream()),
                           "step start event"),
         "BeginStep");
-  const bool graphable = options_.cuda_graphs && rows == 1;
+  // A decode row over a cache long enough for the tensor-core attention
+  // runs eagerly (its split count follows the length); shorter steps, of
+  // this sequence or a later one, keep the graph.
+  const bool graphable =
+      options_.cuda_graphs && rows == 1 && !TensorCoreDecodeAttention(keys);
   if (force_eager_ || !graphable) {
     mode_ = Mode::kEager;
   } else if (graph_exec_ != nullptr && WorkspaceAddress() == graph_workspace_ &&

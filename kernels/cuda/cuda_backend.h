@@ -87,7 +87,7 @@ class CudaBackend : public Backend {
                ? DType::kF16
                : DType::kF32;
   }
-  void BeginStep(int64_t rows) override;
+  void BeginStep(int64_t rows, int64_t keys) override;
   absl::StatusOr<StepOutcome> EndStep() override;
   absl::StatusOr<StepOutcome> EndStepAsync() override;
   absl::Status WaitStep() override;
@@ -314,6 +314,11 @@ class CudaBackend : public Backend {
   // Token ops: true in eager mode; otherwise marks the step for an eager
   // rerun and stops graph capture (token steps are data dependent).
   bool EagerOnly();
+  // Ops whose launch shape follows the sequence length, so that a graph
+  // cannot replay them at a later step: true in eager mode; otherwise the
+  // step reruns eagerly and later steps keep their graphs (BeginStep runs
+  // the steps that need such ops eagerly from the start).
+  bool EagerStep();
   // What a read returns in a step that will be rerun eagerly (EagerOnly
   // false): never used, but it must pass the caller's checks. Zeros for
   // f32; 0, 1, 2, ... for i32, valid ascending indices as TopCount's are.

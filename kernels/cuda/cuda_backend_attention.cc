@@ -111,7 +111,7 @@ void CudaBackend::Attention(const AttentionArgs& args) {
       n >= options_.tensor_core_keyed_attention_rows;
   const bool dense_tensor_cores = args.key_positions.empty() && n <= 8 &&
                                   TensorCoreDecodeAttention(args.num_keys);
-  if (dense_tensor_cores && !EagerOnly()) return;
+  if (dense_tensor_cores && !EagerStep()) return;
   if (n <= 8 && !keyed_tensor_cores && !dense_tensor_cores) {
     // Split-K decode; the grid depends only on the cache capacity, so the
     // captured graph stays valid as the sequence grows.

@@ -20,6 +20,12 @@ bool CudaBackend::EagerOnly() {
   return false;
 }
 
+bool CudaBackend::EagerStep() {
+  if (mode_ == Mode::kEager) return true;
+  mismatch_ = true;
+  return false;
+}
+
 void CudaBackend::CopyRows(const Tensor& src,
                            absl::Span<const int32_t> src_rows,
                            absl::Span<const int32_t> dst_rows, Tensor* dst) {

@@ -336,6 +336,40 @@ TEST_P(CudaBackendTest, TensorCoreDecodeAttentionMatchesDecodeKernel) {
   }
 }
 
+// Decode steps whose cache reaches tensor_core_decode_attention_keys run
+// eagerly by BeginStep's choice; the shorter steps before them replay a
+// graph, and so do those of a later short sequence on the same backend.
+TEST_P(CudaBackendTest, LongCacheStepsRunEagerAndShortOnesKeepGraphs) {
+  Load(DType::kF16);
+  if (model_->config.max_position_embeddings < 120) {
+    GTEST_SKIP() << GetParam() << " has fewer than 120 positions";
+  }
+  CudaBackendOptions options;
+  options.tensor_core_decode_attention_keys = 100;
+  OtherBackend other = Other(options);
+  ASSERT_NE(other.backend, nullptr);
+  AllUnits all;
+  const auto decode = [&](int64_t prompt, int64_t steps) {
+    Session session(model_->config, other.weights, *other.backend, all,
+                    prompt + steps);
+    auto logits = session.Forward(Prompt(prompt), prompt - 1);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    for (int64_t i = 0; i < steps; ++i) {
+      const std::vector<int32_t> next = {Argmax(*logits)};
+      logits = session.Forward(next, 0);
+      ASSERT_TRUE(logits.ok()) << logits.status();
+    }
+  };
+  decode(90, 30);  // 91-99 keys: warm-up, capture, 7 replays; then 21 eager.
+  const CudaGraphStats long_run = other.backend->graph_stats();
+  EXPECT_EQ(long_run.captures, 1);
+  EXPECT_GE(long_run.replays, 7);
+  EXPECT_EQ(long_run.reruns, 0);
+  EXPECT_GE(long_run.eager_steps, 1 + 1 + 21);  // Prefill, warm-up, long.
+  decode(20, 12);  // Another cache: one rerun, a capture, then replays.
+  EXPECT_GE(other.backend->graph_stats().replays, long_run.replays + 9);
+}
+
 TEST_P(CudaBackendTest, MaskedUnitsMatchCpu) {
   Load(DType::kF32);
   HalfUnits half;
