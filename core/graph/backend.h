@@ -215,7 +215,8 @@ class Backend {
   virtual void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                                     const Tensor& v, Tensor* k_cache,
                                     Tensor* v_cache, const AttentionArgs& args);
-  // --- Lookahead work beside the main sequence (DejaVu's predictors) ---
+  // --- Work beside the main sequence (DejaVu's predictors, LazyLLM's
+  // probe and its download) ---
   // Ops issued between BeginSideWork() and EndSideWork() start after every
   // op issued before BeginSideWork() and may run concurrently with the ops
   // issued after them, until WaitSideWork(token) orders every later op after

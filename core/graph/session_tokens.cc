@@ -198,6 +198,10 @@ Tensor Session::ProbeLastQuery(int64_t key_layer,
 
 void Session::StartNextProbe(int64_t layer) {
   FinishProbe(started_probe_layer_);  // One download at a time.
+  // Beside the attention (CUDA: on the side stream): only the host reads
+  // the result, and the probe reads q and this layer's keys, which nothing
+  // writes before the next residual add joins the side work.
+  backend_.BeginSideWork();
   Tensor scores = ProbeLastQuery(layer, next_probe_keys_);
   started_probe_top_count_ = next_probe_top_.count;
   if (started_probe_top_count_ > 0) {
@@ -208,6 +212,7 @@ void Session::StartNextProbe(int64_t layer) {
   } else {
     started_probe_ = backend_.StartRead(scores);
   }
+  backend_.EndSideWork();
   started_probe_layer_ = layer + 1;
 }
 

@@ -418,7 +418,12 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
                                          uint64_t* signature) {
   int32_t* device_base = device_indices_.data<int32_t>();
   const size_t n = values.size();
+  // Copies go to the stream of the ops that read them. A span staged on the
+  // side stream is reused only there: the main stream is not ordered after
+  // that copy until the side work is joined.
+  const bool aside = active_ != ctx_.get();
   for (const Staged& s : staged_) {
+    if (s.aside && !aside) continue;
     if (s.host == values.data() && s.count == n &&
         std::memcmp(PinnedIndices(half_) + s.offset, values.data(),
                     n * sizeof(int32_t)) == 0) {
@@ -436,6 +441,7 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
       return device_base;
     }
     Check(ctx_->Synchronize(), "StageIndices");
+    if (side_ctx_ != nullptr) Check(side_ctx_->Synchronize(), "StageIndices");
     arena_used_ = 0;
     staged_.clear();
   }
@@ -451,11 +457,11 @@ const int32_t* CudaBackend::StageIndices(absl::Span<const int32_t> values,
     Check(CudaErrorToStatus(
               cudaMemcpyAsync(device_base + offset, pinned + offset,
                               n * sizeof(int32_t), cudaMemcpyHostToDevice,
-                              ctx_->stream()),
+                              active_->stream()),
               "staging indices"),
           "StageIndices");
   }
-  staged_.push_back({values.data(), n, offset});
+  staged_.push_back({values.data(), n, offset, aside});
   *signature = Mix(Mix(Mix(*signature, offset), n), 0x5eed);
   return device_base + offset;
 }

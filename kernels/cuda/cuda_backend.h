@@ -283,6 +283,7 @@ class CudaBackend : public Backend {
     const int32_t* host = nullptr;
     size_t count = 0;
     int64_t offset = 0;  // In ints, into the pinned and device arenas.
+    bool aside = false;  // Copied on the side stream (side work).
   };
   struct PendingCopy {
     Tensor host;

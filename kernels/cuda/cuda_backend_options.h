@@ -88,7 +88,8 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_ROUNDED_NORM=0 restores the f32 output (A/B timing).
   bool rounded_norm_output = true;
   // Backend::BeginSideWork .. EndSideWork on a second stream (DejaVu's
-  // lookahead predictors beside the attention / MLP sub-block).
+  // lookahead predictors beside the attention / MLP sub-block; LazyLLM's
+  // probe, its TopCount and their download beside the attention).
   // DYNSPARSE_CUDA_SIDE_WORK=0 issues that work in line (A/B timing).
   bool side_work = true;
   // Rows a warp computes in the lazy K/V and head-column O-projection

@@ -1,6 +1,9 @@
 // CudaBackend's side work (Backend::BeginSideWork): DejaVu's lookahead
 // predictors on a second stream, so both projections and the TopK (one
-// block) run beside the sub-block they look ahead of instead of before it.
+// block) run beside the sub-block they look ahead of instead of before it;
+// LazyLLM's probe, its TopCount and their download run there beside the
+// attention (Session::StartNextProbe). Index spans staged during side work
+// are copied on the side stream and reused only there (StageIndices).
 // The second stream has a context of its own (cuBLAS handle, GEMV
 // workspace), forks from the main stream with an event and joins it at
 // WaitSideWork or WaitAllSideWork, inside a CUDA-graph capture too (the

@@ -40,6 +40,7 @@ void CudaBackend::CopyRows(const Tensor& src,
 
 void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
   if (!EagerOnly()) return;
+  HoldForSideWork(*args.q);  // Session probes beside the attention.
   uint64_t sig = 0;
   DeviceLastQueryArgs d;
   d.q = args.q;
@@ -59,6 +60,7 @@ void CudaBackend::LastQueryAttention(const LastQueryArgs& args) {
 void CudaBackend::TopCount(const Tensor& scores, int64_t count,
                            Tensor* indices) {
   if (!EagerOnly()) return;
+  HoldForSideWork(scores);
   Check(TopCountDevice(*active_, scores, count, indices), "TopCount");
 }
 
@@ -73,6 +75,8 @@ Tensor CudaBackend::PlaceholderRead(const Tensor& x) {
 Tensor CudaBackend::ReadNow(const Tensor& x) {
   const DType read = x.dtype() == DType::kI32 ? DType::kI32 : DType::kF32;
   if (!EagerOnly()) return PlaceholderRead(x);
+  // x may come from side work (Session's probe) not yet joined.
+  if (side_ctx_ != nullptr) Check(side_ctx_->Synchronize(), "ReadNow");
   absl::StatusOr<Tensor> host = cuda::ToHost(*ctx_, x);  // Synchronous.
   Check(host.status(), "ReadNow");
   return host->dtype() == read ? *host : host->ConvertTo(read);
@@ -95,12 +99,14 @@ Backend::StartedRead CudaBackend::StartRead(const Tensor& x) {
                             "pinned read buffer"),
           "StartRead");
   }
-  Check(
-      CudaErrorToStatus(cudaMemcpyAsync(read_pinned_, x.raw_data(), x.bytes(),
-                                        cudaMemcpyDeviceToHost, ctx_->stream()),
-                        "started read"),
-      "StartRead");
-  Check(CudaErrorToStatus(cudaEventRecord(read_done_, ctx_->stream()),
+  // On the stream that wrote x: the side stream when Session probes there.
+  HoldForSideWork(x);
+  Check(CudaErrorToStatus(
+            cudaMemcpyAsync(read_pinned_, x.raw_data(), x.bytes(),
+                            cudaMemcpyDeviceToHost, active_->stream()),
+            "started read"),
+        "StartRead");
+  Check(CudaErrorToStatus(cudaEventRecord(read_done_, active_->stream()),
                           "started read event"),
         "StartRead");
   read_started_ = true;
