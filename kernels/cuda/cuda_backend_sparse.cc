@@ -48,7 +48,7 @@ void CudaBackend::StageIds(absl::Span<const int32_t> host, Tensor* ids) {
   if (!Op(sig)) return;
   Check(CudaErrorToStatus(
             cudaMemcpyAsync(ids->raw_data(), staged, host.size() * 4,
-                            cudaMemcpyDeviceToDevice, ctx_->stream()),
+                            cudaMemcpyDeviceToDevice, active_->stream()),
             "staging ids"),
         "StageIds");
 }
