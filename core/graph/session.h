@@ -133,10 +133,10 @@ class Session {
   // next_probe_keys_ is set: the probe of layer l + 1, its download started
   // (Method::MayProbeBefore).
   void StartNextProbe(int64_t layer);
-  // The started probe's values (waiting for its download), or an empty
-  // tensor when none was started for `layer`; never leaves one pending.
-  // `top_count`: set to the started probe's top count (-1: scores).
-  Tensor FinishProbe(int64_t layer, int64_t* top_count = nullptr);
+  // The started probe's values (waiting for its download): f32 scores, or
+  // i32 indices when it was started with a top count; an empty tensor when
+  // none was started for `layer`. Never leaves one pending.
+  Tensor FinishProbe(int64_t layer);
   // An oracle selection becomes ids: per row, the units of `x` (blocks of
   // `unit_width` columns) with the largest L2 norm.
   void ResolveOracle(const Tensor& x, int64_t unit_width,

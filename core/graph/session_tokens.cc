@@ -216,8 +216,7 @@ void Session::StartNextProbe(int64_t layer) {
   started_probe_layer_ = layer + 1;
 }
 
-Tensor Session::FinishProbe(int64_t layer, int64_t* top_count) {
-  if (top_count != nullptr) *top_count = started_probe_top_count_;
+Tensor Session::FinishProbe(int64_t layer) {
   if (started_probe_layer_ < 0 || started_probe_layer_ != layer) {
     return Tensor();
   }
@@ -267,11 +266,10 @@ absl::Status Session::RunTokenLayers(absl::Span<const int32_t> positions,
           keys, first_new, first_protected,
           [&, layer] {
             const auto wait_start = std::chrono::steady_clock::now();
-            int64_t top_count = -1;
-            Tensor started = FinishProbe(layer, &top_count);
+            Tensor started = FinishProbe(layer);
             // A started TopCount's indices are no scores: probe again.
             Tensor probe =
-                started.empty() || top_count > 0
+                started.empty() || started.dtype() != DType::kF32
                     ? backend_.ReadNow(ProbeLastQuery(layer - 1, keys))
                     : started;
             waited_since(wait_start);

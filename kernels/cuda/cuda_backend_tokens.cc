@@ -13,16 +13,15 @@
 
 namespace dynsparse::cuda {
 
-bool CudaBackend::EagerOnly() {
-  if (mode_ == Mode::kEager) return true;
-  mismatch_ = true;
-  options_.cuda_graphs = false;
-  return false;
-}
-
 bool CudaBackend::EagerStep() {
   if (mode_ == Mode::kEager) return true;
   mismatch_ = true;
+  return false;
+}
+
+bool CudaBackend::EagerOnly() {
+  if (EagerStep()) return true;
+  options_.cuda_graphs = false;
   return false;
 }
 
