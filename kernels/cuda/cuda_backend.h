@@ -389,9 +389,6 @@ class CudaBackend : public Backend {
   // rows (<= 8) x heads.
   static constexpr int64_t kAttentionCounterInts = 8 * 1024;
   Tensor attention_counters_;
-  // Where the last decode attention wrote its rows: the GEMV that reads them
-  // next (the o-projection) follows options_.o_projection_early_blocks.
-  const void* decode_attention_out_ = nullptr;
   // The decode stack kernel's grid barrier and per-head counters
   // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict
   // on the last shape asked (decode_stack.h).

@@ -81,7 +81,6 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   d.cluster_merge = options_.cluster_decode_attention;
   d.early_kv_loads = options_.early_kv_loads;
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
-  decode_attention_out_ = d.out->raw_data();
   if (!Op(sig)) return;
   Check(new_row != nullptr
             ? DecodeAttentionWithNewRow(*active_, d, *new_row,

@@ -246,14 +246,9 @@ void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
   }
   CheckNotTransposedInPlace(w, "LinearAccumulate");
   uint64_t sig = MixTensor(MixTensor(kOpLinearAccumulate, x), w);
-  sig = Mix(sig, x.raw_data() == decode_attention_out_);
   if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
   GemvOptions options;
   options.accumulate = true;
-  if (x.raw_data() == decode_attention_out_) {
-    options.early_blocks_per_sm =
-        static_cast<int>(options_.o_projection_early_blocks);
-  }
   Check(Gemv(*active_, x, w, bias, residual, options), "LinearAccumulate");
 }
 

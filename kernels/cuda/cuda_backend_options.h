@@ -167,12 +167,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // Blocks an SM of the GEMV right after a decode attention (the
-  // o-projection) that load their weights before the PDL wait; -1: all of
-  // them, as every other GEMV. Run 132 saw the attention's few accesses wait
-  // behind ~17 MB of those loads. DYNSPARSE_CUDA_O_EARLY_BLOCKS=-1|0..8
-  // (A/B timing).
-  int64_t o_projection_early_blocks = -1;
 };
 
 }  // namespace dynsparse::cuda

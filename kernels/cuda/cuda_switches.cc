@@ -74,8 +74,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // -1: every block of the o-projection loads before its wait.
-    {"O_EARLY_BLOCKS", &Options::o_projection_early_blocks, -1, ""},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -4,7 +4,6 @@
 // gemv_kernels.cu.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -353,10 +352,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
-  args.early_blocks =
-      options.early_blocks_per_sm < 0
-          ? std::numeric_limits<int64_t>::max()
-          : static_cast<int64_t>(options.early_blocks_per_sm) * ctx.sm_count();
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);

@@ -93,9 +93,6 @@ struct GemvOptions {
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
   // down projection reads.
   bool gated_pairs = false;
-  // Blocks an SM that load weights before waiting on the previous kernel
-  // (DeviceContext::gemv_early_loads); -1: every block.
-  int early_blocks_per_sm = -1;
 };
 
 // The plan Gemv would run for these operands (validates them too).

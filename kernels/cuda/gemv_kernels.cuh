@@ -48,8 +48,7 @@ struct GemvArgs {
   bool accumulate;       // y += result (the residual add in the epilogue).
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
-  bool early_loads;      // Weight loads before PdlWait (vector kernel)...
-  int64_t early_blocks;  // ... in blocks below this blockIdx.x only.
+  bool early_loads;      // Weight loads before PdlWait (vector kernel).
   int batch;
   int64_t out;
   int64_t in;

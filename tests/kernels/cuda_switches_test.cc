@@ -95,15 +95,14 @@ TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
 TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
   ASSERT_TRUE(
-      Apply(
-          {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
-           "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
-           "DYNSPARSE_CUDA_DECODE_CHUNK=16",
-           "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-           "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024", "DYNSPARSE_CUDA_SPARSE_ROWS=4",
-           "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2", "DYNSPARSE_CUDA_FUSED_MLP=2",
-           "DYNSPARSE_CUDA_MLP_CLUSTER=4", "DYNSPARSE_CUDA_O_EARLY_BLOCKS=3"},
-          &o)
+      Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
+             "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
+             "DYNSPARSE_CUDA_DECODE_CHUNK=16",
+             "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
+             "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024",
+             "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
+             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
+            &o)
           .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
   EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
@@ -114,7 +113,6 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
   EXPECT_EQ(o.decode_chunk_keys, 16);
-  EXPECT_EQ(o.o_projection_early_blocks, 3);
 }
 
 TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
@@ -157,7 +155,6 @@ TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
-      {"DYNSPARSE_CUDA_O_EARLY_BLOCKS=-2", "a whole number >= -1"},
   };
   for (const Case& c : cases) {
     CudaBackendOptions o;
