@@ -147,6 +147,10 @@ struct CudaBackendOptions {
   // indices instead of selecting from every score while the device waits.
   // DYNSPARSE_CUDA_TOP_COUNT=0 selects on the host (A/B timing).
   bool top_count = true;
+  // ... by TopKRows (sparse_ops.h: value bins, a cluster of 8 from 4096
+  // scores) instead of the radix select of top_count.h: the same choice.
+  // DYNSPARSE_CUDA_TOP_COUNT_BINS=1 (A/B timing, results/bench run 150).
+  bool top_count_bins = false;
   // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
   // attention reads half the bytes, and the tensor-core kernels stage the
   // rows as they are. The persistent decode stack reads f32 only, so with

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/sparse_ops.h"
 #include "kernels/cuda/token_ops.h"
 #include "kernels/cuda/top_count.h"
 
@@ -60,6 +61,13 @@ void CudaBackend::TopCount(const Tensor& scores, int64_t count,
                            Tensor* indices) {
   if (!EagerOnly()) return;
   HoldForSideWork(scores);
+  if (options_.top_count_bins) {
+    Tensor rows = indices->Reshape({1, count});
+    Check(TopKRows(*active_, scores.Reshape({1, scores.numel()}), count, &rows,
+                   options_.topk_cluster),
+          "TopCount");
+    return;
+  }
   Check(TopCountDevice(*active_, scores, count, indices), "TopCount");
 }
 

@@ -129,10 +129,12 @@ struct PrunedRun {
   TokenStats stats;
 };
 
-PrunedRun RunPruned(bool top_count, const std::string& keys) {
+PrunedRun RunPruned(bool top_count, const std::string& keys,
+                    bool bins = false) {
   PrunedRun run;
   CudaBackendOptions options;
   options.top_count = top_count;
+  options.top_count_bins = bins;
   auto backend = CudaBackend::Create(options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   if (!backend.ok()) return run;
@@ -178,6 +180,9 @@ TEST_F(TopCountTest, LazyLlmSessionSelectsTheSameTokensOnDeviceOrHost) {
     EXPECT_EQ(device.stats.computed, host.stats.computed);
     EXPECT_EQ(device.stats.revived, host.stats.revived);
     EXPECT_LT(testutil::RelativeError(device.logits, host.logits), 1e-6);
+    const PrunedRun bins = RunPruned(true, keys, /*bins=*/true);
+    EXPECT_EQ(bins.kept, host.kept);
+    EXPECT_LT(testutil::RelativeError(bins.logits, host.logits), 1e-6);
   }
 }
 
