@@ -188,18 +188,14 @@ void Backend::TopK(const Tensor& scores, int64_t k, Tensor* indices) {
   DS_CHECK(k > 0 && k <= n) << "TopK k " << k << " of " << n;
   DS_CHECK(indices->dtype() == DType::kI32 && indices->dim(0) == rows &&
            indices->dim(1) == k);
-  std::vector<int32_t> order(n);
+  // LazyLLM's host choice has the same contract (ascending ids, ties to the
+  // lower id, -0 equal to +0): one selection for both.
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = scores.data<float>() + r * n;
-    std::iota(order.begin(), order.end(), 0);
-    // Larger score first; ties to the lower id so the choice is stable.
-    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
-                     [row](int32_t a, int32_t b) {
-                       return row[a] > row[b] || (row[a] == row[b] && a < b);
-                     });
-    std::sort(order.begin(), order.begin() + k);
-    std::copy(order.begin(), order.begin() + k,
-              indices->data<int32_t>() + r * k);
+    const std::vector<int32_t> top =
+        TopCountIndices(absl::MakeConstSpan(scores.data<float>() + r * n,
+                                            static_cast<size_t>(n)),
+                        k);
+    std::copy(top.begin(), top.end(), indices->data<int32_t>() + r * k);
   }
 }
 
