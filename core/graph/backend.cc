@@ -141,12 +141,9 @@ void Backend::TopCount(const Tensor& scores, int64_t count, Tensor* indices) {
       << name() << ": TopCount on host tensors only";
   DS_CHECK(scores.dtype() == DType::kF32 && indices->dtype() == DType::kI32 &&
            indices->numel() == count && count > 0 && count < scores.numel());
-  const std::vector<int32_t> top =
-      TopCountIndices(absl::MakeConstSpan(scores.data<float>(),
-                                          static_cast<size_t>(scores.numel())),
-                      count);
-  std::memcpy(indices->data<int32_t>(), top.data(),
-              top.size() * sizeof(int32_t));
+  // TopK's contract on one row.
+  Tensor row = indices->Reshape({1, count});
+  TopK(scores.Reshape({1, scores.numel()}), count, &row);
 }
 
 void Backend::Argmax(const Tensor& logits, Tensor* ids) {
