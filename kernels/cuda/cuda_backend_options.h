@@ -171,6 +171,13 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
+  // A decode row's q/k/v GEMV stores its rows head by head and counts them,
+  // and the fused decode attention (cluster merge) starts each head once its
+  // rows are counted instead of waiting for the whole GEMV (gemv.h
+  // GemvHeadOrder, attention.h head_ready): the attention's start moves
+  // into the GEMV's last wave. DYNSPARSE_CUDA_HEAD_READY=1 turns it on (off
+  // until measured).
+  bool head_ready_attention = false;
 };
 
 }  // namespace dynsparse::cuda

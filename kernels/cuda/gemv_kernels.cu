@@ -222,12 +222,54 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
                      Finish(a, j, up_sum, stats));
 }
 
+// The first row group of this block when q/k/v are stored in head order
+// (GemvArgs::head_ready): blocks come in spans of one kv head, its query
+// rows, then its key rows, then its value rows, so with blocks scheduled in
+// blockIdx order the heads' rows are complete one after another during the
+// launch instead of all in its last wave (the value rows come last in w).
+__device__ __forceinline__ int64_t HeadOrderFirstGroup(const GemvArgs& a,
+                                                       int groups_per_block,
+                                                       int rows_per_group) {
+  const int span = a.head_q_blocks + 2 * a.head_kv_blocks;
+  const int kv_head = blockIdx.x / span;
+  int i = blockIdx.x - kv_head * span;
+  int64_t first_block;
+  if (i < a.head_q_blocks) {
+    first_block = static_cast<int64_t>(kv_head) * a.head_q_blocks + i;
+  } else {
+    i -= a.head_q_blocks;
+    const bool value = i >= a.head_kv_blocks;
+    if (value) i -= a.head_kv_blocks;
+    const int64_t part_rows = value ? a.q_rows + a.kv_rows : a.q_rows;
+    first_block = part_rows / (groups_per_block * rows_per_group) +
+                  static_cast<int64_t>(kv_head) * a.head_kv_blocks + i;
+  }
+  return first_block * groups_per_block;
+}
+
+// After the block's stores (HeadOrder kernels): one count for its kv head.
+// The fence makes every thread's stores visible at GPU scope before the
+// count says they are there (BlockWaitCount reads it with acquire).
+template <bool kHeadOrder>
+__device__ __forceinline__ void CountHeadRows(const GemvArgs& a) {
+  if constexpr (kHeadOrder) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      atomicAdd(
+          a.head_ready + blockIdx.x / (a.head_q_blocks + 2 * a.head_kv_blocks),
+          1);
+    }
+  }
+}
+
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
-// blocks an SM (OccupancyBound).
+// blocks an SM (OccupancyBound). kHeadOrder: q/k/v in head order, counted
+// (HeadOrderFirstGroup, CountHeadRows).
 template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
-          int kMinBlocks = 1>
+          int kMinBlocks = 1, bool kHeadOrder = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
@@ -249,8 +291,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int wr = warp / wpr;
   const int groups_per_block = kWarps / wpr;
   static_assert(!kPairs || (B == 1 && R == 2), "pairs: one row, two rows/warp");
-  const int64_t group_id =
-      static_cast<int64_t>(blockIdx.x) * groups_per_block + wr;
+  static_assert(!kHeadOrder || (B == 1 && !kPairs), "head order: one row");
+  const int64_t first_group =
+      kHeadOrder ? HeadOrderFirstGroup(a, groups_per_block, R)
+                 : static_cast<int64_t>(blockIdx.x) * groups_per_block;
+  const int64_t group_id = first_group + wr;
   const int64_t row0 = kPairs ? group_id : group_id * R;
   const int64_t live_rows = kPairs ? a.out / 2 : a.out;
   const int64_t chunks = a.in / kVec;
@@ -332,7 +377,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 
   if (wpr == 1) {
-    if (row0 >= live_rows) return;
+    // Head order covers whole heads: no row past the end, and every thread
+    // reaches CountHeadRows' barrier.
+    if (!kHeadOrder && row0 >= live_rows) return;
     if constexpr (kPairs) {
       if (lane == 0) StorePair(a, row0, acc[0][0], acc[1][0], stats);
     } else {
@@ -348,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
       }
     }
+    CountHeadRows<kHeadOrder>(a);
     return;
   }
 
@@ -386,11 +434,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         group_stats.sum += partial_stats[group * wpr + k].sum;
         group_stats.sq += partial_stats[group * wpr + k].sq;
       }
-      const int64_t row =
-          (static_cast<int64_t>(blockIdx.x) * groups_per_block + group) * R +
-          i / B;
+      const int64_t row = (first_group + group) * R + i / B;
       if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
     }
+    CountHeadRows<kHeadOrder>(a);
   }
 }
 
@@ -607,15 +654,22 @@ constexpr int OccupancyBound() {
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
-template <typename T, typename XIn, bool kPairs = false>
+template <typename T, typename XIn, bool kPairs = false,
+          bool kHeadOrder = false>
 KernelFn OneRowKernel(bool bounded) {
-  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
-                 : GemvVectorKernel<T, 1, XIn, kPairs>;
+  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>(),
+                                    kHeadOrder>
+                 : GemvVectorKernel<T, 1, XIn, kPairs, 1, kHeadOrder>;
 }
 
-// The one-row CUDA-core kernel with a fused norm and/or gated pairs.
+// The one-row CUDA-core kernel with a fused norm and/or gated pairs (or the
+// fused norm storing q/k/v in head order).
 template <typename T>
-KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
+KernelFn VectorVariant(bool norm, bool pairs, bool bounded, bool head_order) {
+  if (head_order) {
+    return norm && !pairs ? OneRowKernel<T, NormInput<T>, false, true>(bounded)
+                          : nullptr;
+  }
   if (norm) {
     return pairs ? OneRowKernel<T, NormInput<T>, true>(bounded)
                  : OneRowKernel<T, NormInput<T>>(bounded);
@@ -720,15 +774,18 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded) {
+                        bool bounded, bool head_order) {
   if (gate != nullptr) {
+    if (head_order) return nullptr;
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
   }
-  if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
+  if (!norm && !pairs && !head_order) {
+    return SelectKernel(dtype, batch, path, bounded);
+  }
   return dtype == DType::kF16
-             ? VectorVariant<__half>(norm, pairs, bounded)
-             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);
+             ? VectorVariant<__half>(norm, pairs, bounded, head_order)
+             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded, head_order);
 }
 
 absl::Status LaunchSplitReduce(DeviceContext& ctx, const GemvArgs& args,

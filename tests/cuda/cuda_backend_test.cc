@@ -489,6 +489,48 @@ TEST_P(CudaBackendTest, UnfusedOpsWriteF16KvCaches) {
   EXPECT_LT(worst, 2e-3);
 }
 
+// The q/k/v GEMV in head order and the attention starting each head on its
+// count (head_ready_attention) against the plain two launches: every row's
+// sum and every head's attention are computed as before, so prefill and
+// decode logits keep every bit, over graph replays too (a count the
+// attention failed to zero would let a later layer start early). The
+// fixtures whose decode attention merges in a cluster (head_dim 65..128)
+// must take the head-ready path in every decode layer.
+TEST_P(CudaBackendTest, HeadReadyAttentionKeepsEveryBit) {
+  Load(DType::kF16);
+  CudaBackendOptions options;
+  options.head_ready_attention = true;
+  OtherBackend ordered = Other(options);
+  ASSERT_NE(ordered.backend, nullptr);
+  AllUnits all;
+  const int64_t prompt = 20, steps = 12;
+  Session plain(model_->config, device_weights_, *cuda_, all, prompt + steps);
+  Session by_head(model_->config, ordered.weights, *ordered.backend, all,
+                  prompt + steps);
+  auto a = plain.Forward(Prompt(prompt), 0);
+  auto b = by_head.Forward(Prompt(prompt), 0);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
+  for (int64_t s = 0; s < steps; ++s) {
+    const std::vector<int32_t> one = {
+        Argmax(a->Rows(a->dim(0) - 1, a->dim(0)))};
+    a = plain.Forward(one, 0);
+    b = by_head.Forward(one, 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "decode step " << s;
+  }
+  const int64_t head_dim = model_->config.head_dim;
+  std::cout << GetParam()
+            << " head-ready layers: " << ordered.backend->head_ready_layers()
+            << "\n";
+  if (head_dim > 64 && head_dim <= 128) {
+    EXPECT_GE(ordered.backend->head_ready_layers(),
+              steps * model_->config.num_layers);
+    EXPECT_GE(ordered.backend->graph_stats().replays, 6);
+  }
+  EXPECT_EQ(cuda_->head_ready_layers(), 0);
+}
+
 // Every on/off switch of cuda_switches.h, moved off its default, decodes an
 // f16 model to the default's logits within f16 rounding noise: an A/B switch
 // must time the same computation (run 104 found FUSE=0 stopping on f16

@@ -528,6 +528,76 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
   }
 }
 
+// q/k/v in head order (GemvHeadOrder) for DecodeAttention's head_ready:
+// the same bits as the plain fused-norm launch, and each kv head's count
+// ends at its span of blocks. Both block shapes: in 4096 takes 4 warps a row
+// (2 rows a block), in 1024 one warp a row (8 rows a block); MHA and GQA.
+TEST_F(GemvTest, HeadOrderKeepsTheBitsAndCountsEveryHead) {
+  struct Heads {
+    int64_t heads, kv_heads, head_dim, in;
+  };
+  for (const Heads& h : {Heads{32, 32, 128, 4096}, Heads{8, 2, 128, 1024},
+                         Heads{4, 1, 64, 512}}) {
+    const int64_t out = (h.heads + 2 * h.kv_heads) * h.head_dim;
+    SCOPED_TRACE(::testing::Message()
+                 << h.heads << "/" << h.kv_heads << " heads, in " << h.in << " "
+                 << SeedMessage());
+    const Tensor x = Upload(RandomHost({1, h.in}));
+    const Tensor w = Upload(
+        RandomHost({out, h.in}, DType::kF16, 1.0f / std::sqrt(float(h.in))));
+    const Tensor gamma = Upload(RandomHost({h.in}, DType::kF16, 0.5f));
+    const Tensor bias = Upload(RandomHost({out}));
+    Tensor ready = Upload(Tensor::Zeros(DType::kI32, {h.kv_heads}));
+    GemvOptions plain;
+    plain.norm = GemvNorm{gamma, Tensor(), 1e-6};
+    GemvOptions ordered = plain;
+    ordered.head_order =
+        GemvHeadOrder{ready.data<int32_t>(), h.heads, h.kv_heads, h.head_dim};
+    absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, ordered);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const int64_t span = GemvHeadOrderBlocks(*plan, 1, *ordered.head_order);
+    ASSERT_GT(span, 0) << plan->DebugString();
+    Tensor y_plain = PoisonedDevice(DType::kF32, {1, out});
+    Tensor y_ordered = PoisonedDevice(DType::kF32, {1, out});
+    ASSERT_TRUE(Gemv(ctx(), x, w, bias, &y_plain, plain).ok());
+    const absl::Status status = Gemv(ctx(), x, w, bias, &y_ordered, ordered);
+    ASSERT_TRUE(status.ok()) << status;
+    const std::vector<float> got = Download(y_ordered);
+    EXPECT_EQ(CountNonFinite(got), 0);
+    EXPECT_EQ(got, Download(y_plain));
+    const Tensor counts = ToHost(ctx(), ready).value();
+    for (int64_t g = 0; g < h.kv_heads; ++g) {
+      EXPECT_EQ(counts.data<int32_t>()[g], span) << "kv head " << g;
+    }
+  }
+}
+
+TEST_F(GemvTest, HeadOrderRejectsWhatItCannotRun) {
+  const int64_t in = 256;
+  const Tensor x = Upload(RandomHost({1, in}));
+  const Tensor gamma = Upload(RandomHost({in}, DType::kF16));
+  Tensor ready = Upload(Tensor::Zeros(DType::kI32, {2}));
+  GemvOptions options;
+  options.norm = GemvNorm{gamma, Tensor(), 1e-5};
+  options.head_order = GemvHeadOrder{ready.data<int32_t>(), 4, 2, 64};
+  // w is not [w_q; w_k; w_v] of these heads.
+  const Tensor w_short = Upload(RandomHost({6 * 64, in}, DType::kF16));
+  Tensor y_short = PoisonedDevice(DType::kF32, {1, 6 * 64});
+  EXPECT_EQ(Gemv(ctx(), x, w_short, Tensor(), &y_short, options).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Without the fused norm.
+  const Tensor w = Upload(RandomHost({8 * 64, in}, DType::kF16));
+  Tensor y = PoisonedDevice(DType::kF32, {1, 8 * 64});
+  GemvOptions no_norm = options;
+  no_norm.norm.reset();
+  EXPECT_EQ(Gemv(ctx(), x, w, Tensor(), &y, no_norm).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Nothing was counted.
+  const Tensor counts = ToHost(ctx(), ready).value();
+  EXPECT_EQ(counts.data<int32_t>()[0], 0);
+  EXPECT_EQ(counts.data<int32_t>()[1], 0);
+}
+
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));
