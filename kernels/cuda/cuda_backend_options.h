@@ -149,8 +149,11 @@ struct CudaBackendOptions {
   bool top_count = true;
   // ... by TopKRows (sparse_ops.h: value bins, a cluster of 8 from 4096
   // scores) instead of the radix select of top_count.h: the same choice.
-  // DYNSPARSE_CUDA_TOP_COUNT_BINS=1 (A/B timing, results/bench run 150).
-  bool top_count_bins = false;
+  // H100 (results/bench/h100_run153), Llama-2-7B keys=cached decode at 4k /
+  // 8k / 16k: 6.489 / 7.272 / 8.819-8.828 ms against 6.525 / 7.295 /
+  // 8.859-8.890 by the radix select. DYNSPARSE_CUDA_TOP_COUNT_BINS=0 takes
+  // the radix select (A/B timing).
+  bool top_count_bins = true;
   // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
   // attention reads half the bytes, and the tensor-core kernels stage the
   // rows as they are. The persistent decode stack reads f32 only, so with

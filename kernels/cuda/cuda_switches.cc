@@ -41,7 +41,7 @@ constexpr OnOff kOnOff[] = {
     {"DECODE_STACK", &Options::decode_stack, /*one_turns_on=*/true},
     {"EARLY_READS", &Options::early_reads},
     {"TOP_COUNT", &Options::top_count},
-    {"TOP_COUNT_BINS", &Options::top_count_bins, /*one_turns_on=*/true},
+    {"TOP_COUNT_BINS", &Options::top_count_bins},
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},

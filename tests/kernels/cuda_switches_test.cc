@@ -50,7 +50,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
     if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
-    if (t.name == "TOP_COUNT_BINS") EXPECT_TRUE(o.top_count_bins) << var;
+    if (t.name == "TOP_COUNT_BINS") EXPECT_FALSE(o.top_count_bins) << var;
   }
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
