@@ -249,6 +249,40 @@ class CudaBackendTest : public testutil::CudaTest,
     return worst;
   }
 
+  // Both sessions' logits, bit for bit, over a prefill of `prompt` tokens
+  // and `steps` decode steps fed a's greedy token.
+  void ExpectSameBits(Session& a_session, Session& b_session, int64_t prompt,
+                      int64_t steps) {
+    auto a = a_session.Forward(Prompt(prompt), 0);
+    auto b = b_session.Forward(Prompt(prompt), 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
+    for (int64_t s = 0; s < steps; ++s) {
+      const std::vector<int32_t> one = {
+          Argmax(a->Rows(a->dim(0) - 1, a->dim(0)))};
+      a = a_session.Forward(one, 0);
+      b = b_session.Forward(one, 0);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+      EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "decode step " << s;
+    }
+  }
+
+  // ExpectSameBits of a dense decode on this backend against one on a
+  // backend made with `options` (its own upload of the model), which it
+  // returns (its counters) or null when it could not be made.
+  std::unique_ptr<CudaBackend> ExpectSameBitsAgainst(
+      const CudaBackendOptions& options, int64_t prompt, int64_t steps) {
+    OtherBackend other = Other(options);
+    EXPECT_NE(other.backend, nullptr);
+    if (other.backend == nullptr) return nullptr;
+    AllUnits all;
+    Session base(model_->config, device_weights_, *cuda_, all, prompt + steps);
+    Session changed(model_->config, other.weights, *other.backend, all,
+                    prompt + steps);
+    ExpectSameBits(base, changed, prompt, steps);
+    return std::move(other.backend);
+  }
+
   // WorstDifference of a dense decode on this backend against one on a
   // backend made with `options` (its own upload of the model); `check` then
   // sees both sessions (their caches, say). -1 when a step or the second
@@ -425,26 +459,7 @@ TEST_P(CudaBackendTest, RoundedNormOutputChangesNoLogit) {
   Load(DType::kF16);
   CudaBackendOptions options;
   options.rounded_norm_output = false;
-  OtherBackend plain = Other(options);
-  ASSERT_NE(plain.backend, nullptr);
-  AllUnits all;
-  const int64_t prompt = 24, steps = 10;
-  Session a_session(model_->config, device_weights_, *cuda_, all,
-                    prompt + steps);
-  Session b_session(model_->config, plain.weights, *plain.backend, all,
-                    prompt + steps);
-  auto a = a_session.Forward(Prompt(prompt), 0);
-  auto b = b_session.Forward(Prompt(prompt), 0);
-  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-  EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
-  for (int64_t s = 0; s < steps; ++s) {
-    const std::vector<int32_t> one = {
-        Argmax(b->Rows(b->dim(0) - 1, b->dim(0)))};
-    a = a_session.Forward(one, 0);
-    b = b_session.Forward(one, 0);
-    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-    EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "decode step " << s;
-  }
+  ExpectSameBitsAgainst(options, /*prompt=*/24, /*steps=*/10);
   EXPECT_GE(cuda_->graph_stats().replays, 6);
 }
 
@@ -500,33 +515,16 @@ TEST_P(CudaBackendTest, HeadReadyAttentionKeepsEveryBit) {
   Load(DType::kF16);
   CudaBackendOptions options;
   options.head_ready_attention = true;
-  OtherBackend ordered = Other(options);
-  ASSERT_NE(ordered.backend, nullptr);
-  AllUnits all;
-  const int64_t prompt = 20, steps = 12;
-  Session plain(model_->config, device_weights_, *cuda_, all, prompt + steps);
-  Session by_head(model_->config, ordered.weights, *ordered.backend, all,
-                  prompt + steps);
-  auto a = plain.Forward(Prompt(prompt), 0);
-  auto b = by_head.Forward(Prompt(prompt), 0);
-  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-  EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "prefill";
-  for (int64_t s = 0; s < steps; ++s) {
-    const std::vector<int32_t> one = {
-        Argmax(a->Rows(a->dim(0) - 1, a->dim(0)))};
-    a = plain.Forward(one, 0);
-    b = by_head.Forward(one, 0);
-    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-    EXPECT_EQ(a->ToF32Vector(), b->ToF32Vector()) << "decode step " << s;
-  }
-  const int64_t head_dim = model_->config.head_dim;
+  const int64_t steps = 12;
+  const std::unique_ptr<CudaBackend> by_head =
+      ExpectSameBitsAgainst(options, /*prompt=*/20, steps);
+  ASSERT_NE(by_head, nullptr);
   std::cout << GetParam()
-            << " head-ready layers: " << ordered.backend->head_ready_layers()
-            << "\n";
+            << " head-ready layers: " << by_head->head_ready_layers() << "\n";
+  const int64_t head_dim = model_->config.head_dim;
   if (head_dim > 64 && head_dim <= 128) {
-    EXPECT_GE(ordered.backend->head_ready_layers(),
-              steps * model_->config.num_layers);
-    EXPECT_GE(ordered.backend->graph_stats().replays, 6);
+    EXPECT_GE(by_head->head_ready_layers(), steps * model_->config.num_layers);
+    EXPECT_GE(by_head->graph_stats().replays, 6);
   }
   EXPECT_EQ(cuda_->head_ready_layers(), 0);
 }
