@@ -304,8 +304,9 @@ void CudaBackend::NormQkvAttention(const Tensor& x, const InputNorm& norm,
   sig = MixTensor(MixTensor(MixTensor(sig, fy), gemv_norm.weight),
                   gemv_norm.row_sums);
   sig = Mix(MixDouble(sig, norm.eps), static_cast<uint64_t>(span));
-  if (Op(sig))
+  if (Op(sig)) {
     Check(Gemv(*active_, x, fw, bias, &fy, options), "NormQkvAttention");
+  }
   LaunchNewRowAttention(freq, k, *v, k_cache, v_cache, args, span,
                         "NormQkvAttention");
 }
