@@ -178,8 +178,9 @@ struct CudaBackendOptions {
   // and the fused decode attention (cluster merge) starts each head once its
   // rows are counted instead of waiting for the whole GEMV (gemv.h
   // GemvHeadOrder, attention.h head_ready): the attention's start moves
-  // into the GEMV's last wave. DYNSPARSE_CUDA_HEAD_READY=1 turns it on (off
-  // until measured).
+  // into the GEMV's last wave. DYNSPARSE_CUDA_HEAD_READY=1 turns it on. Off:
+  // with a fence in every GEMV thread it was 7-8.5% slower (H100,
+  // results/bench/h100_run153); the release-add count is unmeasured (run 155).
   bool head_ready_attention = false;
 };
 

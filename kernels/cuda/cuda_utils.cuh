@@ -111,7 +111,8 @@ __device__ __forceinline__ void PdlRelease() {
 
 // Thread 0 of the block polls `count` (acquire, GPU scope) until it reaches
 // `target`; the barrier then orders every thread's later loads after the
-// stores that raised it (each raiser fences before its atomicAdd).
+// stores that raised it (each raiser adds with release semantics after a
+// barrier over its block's stores).
 __device__ __forceinline__ void BlockWaitCount(const int* count, int target) {
   if (threadIdx.x == 0) {
     int seen;

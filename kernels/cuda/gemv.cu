@@ -122,6 +122,11 @@ std::string GemvPlan::DebugString() const {
 
 namespace {
 
+// Output rows one block of a CUDA-core plan computes.
+int64_t CudaCoreRowsPerBlock(const GemvPlan& plan) {
+  return int64_t{kWarps / plan.warps_per_row} * plan.rows_per_warp;
+}
+
 // PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
 absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
                                     const Tensor& w, const GemvOptions& options,
@@ -377,10 +382,9 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
           " rows in a plan of whole heads and a ready array; got ", out,
           " rows, plan ", plan.DebugString()));
     }
-    const int64_t rows_per_block =
-        int64_t{kWarps / plan.warps_per_row} * plan.rows_per_warp;
     args.head_ready = heads.ready;
-    args.head_kv_blocks = static_cast<int>(heads.head_dim / rows_per_block);
+    args.head_kv_blocks =
+        static_cast<int>(heads.head_dim / CudaCoreRowsPerBlock(plan));
     args.head_q_blocks = static_cast<int>(span - 2 * args.head_kv_blocks);
     args.q_rows = heads.num_heads * heads.head_dim;
     args.kv_rows = heads.num_kv_heads * heads.head_dim;
@@ -438,8 +442,7 @@ int64_t GemvHeadOrderBlocks(const GemvPlan& plan, int64_t batch,
       heads.num_heads % heads.num_kv_heads != 0) {
     return 0;
   }
-  const int64_t rows_per_block =
-      int64_t{kWarps / plan.warps_per_row} * plan.rows_per_warp;
+  const int64_t rows_per_block = CudaCoreRowsPerBlock(plan);
   if (heads.head_dim % rows_per_block != 0) return 0;
   const int64_t group = heads.num_heads / heads.num_kv_heads;
   const int64_t kv_blocks = heads.head_dim / rows_per_block;
