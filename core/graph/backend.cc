@@ -54,17 +54,6 @@ void Backend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
   Attention(args);
 }
 
-void Backend::NormQkvAttention(const Tensor& x, const InputNorm& norm,
-                               absl::Span<const Tensor* const> w,
-                               absl::Span<const Tensor* const> b,
-                               const RopeTable& rope, Tensor* q, Tensor* k,
-                               Tensor* v, Tensor* k_cache, Tensor* v_cache,
-                               const AttentionArgs& args) {
-  Tensor* y[] = {q, k, v};
-  NormLinearGroup(x, norm, w, b, std::nullopt, y);
-  RopeWriteKvAttention(rope, q, k, *v, k_cache, v_cache, args);
-}
-
 void Backend::LinearActivate(const Tensor& x, const Tensor& w,
                              const Tensor& bias, Activation activation,
                              Tensor* y) {

@@ -215,17 +215,6 @@ class Backend {
   virtual void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                                     const Tensor& v, Tensor* k_cache,
                                     Tensor* v_cache, const AttentionArgs& args);
-  // The attention block's first half: q, k, v = norm(x) [w_q; w_k; w_v]^T
-  // (+ b), then RopeWriteKvAttention(rope, q, k, *v, k_cache, v_cache, args).
-  // Default: exactly NormLinearGroup, then RopeWriteKvAttention. CUDA, for
-  // one new row, may let each head's attention start once that head's q/k/v
-  // rows are stored instead of after the whole projection (same values).
-  virtual void NormQkvAttention(const Tensor& x, const InputNorm& norm,
-                                absl::Span<const Tensor* const> w,
-                                absl::Span<const Tensor* const> b,
-                                const RopeTable& rope, Tensor* q, Tensor* k,
-                                Tensor* v, Tensor* k_cache, Tensor* v_cache,
-                                const AttentionArgs& args);
   // --- Work beside the main sequence (DejaVu's predictors, LazyLLM's
   // probe and its download) ---
   // Ops issued between BeginSideWork() and EndSideWork() start after every

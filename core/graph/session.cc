@@ -412,6 +412,13 @@ void Session::Attention(int64_t layer, Phase phase,
   const Tensor* ws[] = {&w.wq, &w.wk, &w.wv};
   const Tensor* bs[] = {&w.bq, &w.bk, &w.bv};
   Tensor* ys[] = {&q, &k, &v};
+  if (fuse_norm) {
+    backend_.NormLinearGroup(*x, NormOf(w.attn_norm_w, w.attn_norm_b), ws, bs,
+                             std::nullopt, ys);
+  } else {
+    backend_.LinearGroup(h, ws, bs, ys);
+  }
+
   Tensor context = backend_.Allocate(DType::kF32, {n, qd});
   AttentionArgs args;
   args.q = &q;
@@ -424,26 +431,28 @@ void Session::Attention(int64_t layer, Phase phase,
   args.head_dim = config_.head_dim;
   args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   args.out = &context;
-  if (fuse_norm && tokens_ == nullptr) {
-    // Nothing reads q or k after the attention: the projection, RoPE, the
-    // KV-cache write and the attention as one op (CUDA may start a decode
-    // row's heads one by one as the projection stores their rows).
-    backend_.NormQkvAttention(*x, NormOf(w.attn_norm_w, w.attn_norm_b), ws, bs,
-                              rope_, &q, &k, &v, &cache_.keys(layer),
-                              &cache_.values(layer), args);
+  if (tokens_ == nullptr) {
+    // Nothing reads q or k after the attention: RoPE, the KV-cache write and
+    // the attention may run as one op (one kernel for a CUDA decode row).
+    backend_.RopeWriteKvAttention(rope_, &q, &k, v, &cache_.keys(layer),
+                                  &cache_.values(layer), args);
   } else {
-    if (fuse_norm) {
-      backend_.NormLinearGroup(*x, NormOf(w.attn_norm_w, w.attn_norm_b), ws, bs,
-                               std::nullopt, ys);
-    } else {
-      backend_.LinearGroup(h, ws, bs, ys);
+    // Token pruning: the probe keeps the rotated q (last_query_), and the
+    // keys are those live at this layer.
+    backend_.RopeWriteKv(rope_, positions, config_.num_heads,
+                         config_.num_kv_heads, &q, &k, v, &cache_.keys(layer),
+                         &cache_.values(layer));
+    if (!live_keys_.empty()) {
+      args.key_positions = live_keys_;
+      args.num_keys = static_cast<int64_t>(live_keys_.size());
     }
-    if (tokens_ == nullptr) {
-      backend_.RopeWriteKvAttention(rope_, &q, &k, v, &cache_.keys(layer),
-                                    &cache_.values(layer), args);
-    } else {
-      PrunedAttention(layer, positions, &q, &k, v, &args);
-    }
+    last_query_ = q.Rows(n - 1, n);
+    // The next layer's probe reads only q and this layer's keys, so it
+    // starts before the attention: while the host waits for it and then
+    // selects, the device still has the attention, the O-projection and
+    // the MLP queued, not only the last two.
+    if (!next_probe_keys_.empty()) StartNextProbe(layer);
+    backend_.Attention(args);
   }
   if (method_.observes()) {
     method_.ObserveHeads({layer, phase}, backend_.ToHost(context));

@@ -121,13 +121,6 @@ class Session {
                  absl::Span<const int32_t> positions, Tensor* x,
                  Tensor* pending, bool rows_changed);
   void Mlp(int64_t layer, Phase phase, Tensor* x, Tensor* pending);
-  // Attention under token pruning (session_tokens.cc): RoPE and the cache
-  // write of the step's rows, then the attention over the keys live at
-  // `layer`; keeps the rotated last query for the probe and starts the next
-  // layer's probe.
-  void PrunedAttention(int64_t layer, absl::Span<const int32_t> positions,
-                       Tensor* q, Tensor* k, const Tensor& v,
-                       AttentionArgs* args);
   // The layers of a step under token pruning (session_tokens.cc): leaves in
   // x the rows computed at the last layer, the logit rows last.
   absl::Status RunTokenLayers(absl::Span<const int32_t> positions, Phase phase,

@@ -196,28 +196,6 @@ Tensor Session::ProbeLastQuery(int64_t key_layer,
   return probs;
 }
 
-void Session::PrunedAttention(int64_t layer,
-                              absl::Span<const int32_t> positions, Tensor* q,
-                              Tensor* k, const Tensor& v, AttentionArgs* args) {
-  // The probe keeps the rotated q (last_query_), and the keys are those live
-  // at this layer.
-  backend_.RopeWriteKv(rope_, positions, config_.num_heads,
-                       config_.num_kv_heads, q, k, v, &cache_.keys(layer),
-                       &cache_.values(layer));
-  if (!live_keys_.empty()) {
-    args->key_positions = live_keys_;
-    args->num_keys = static_cast<int64_t>(live_keys_.size());
-  }
-  const int64_t n = q->dim(0);
-  last_query_ = q->Rows(n - 1, n);
-  // The next layer's probe reads only q and this layer's keys, so it starts
-  // before the attention: while the host waits for it and then selects, the
-  // device still has the attention, the O-projection and the MLP queued,
-  // not only the last two.
-  if (!next_probe_keys_.empty()) StartNextProbe(layer);
-  backend_.Attention(*args);
-}
-
 void Session::StartNextProbe(int64_t layer) {
   FinishProbe(started_probe_layer_);  // One download at a time.
   // Beside the attention (CUDA: on the side stream): only the host reads

@@ -80,14 +80,6 @@ struct DeviceAttentionArgs {
   // key list, programmatic dependent launch: the cached keys and values are
   // loaded before the kernel waits for the one that writes q, k and v.
   bool early_kv_loads = false;
-  // Decode with a fused new row and the cluster merge, after a q/k/v GEMV in
-  // head order (gemv.h GemvHeadOrder): [2 x num_kv_heads] device ints, zero.
-  // A head's blocks start once head_ready[kv head] reaches head_ready_blocks
-  // (its rows are stored) instead of waiting for the whole GEMV, and the
-  // kv head's last cluster zeroes its count again (the second half counts
-  // the clusters that are through).
-  int32_t* head_ready = nullptr;
-  int64_t head_ready_blocks = 0;
   // Decode only, head-subset attention (DejaVu): q and out hold num_heads
   // compact heads; compact head j of row r is query head
   // head_ids[r * num_heads + j], reading kv head head_ids / head_group.

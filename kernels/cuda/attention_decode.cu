@@ -198,7 +198,7 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
       vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
     }
   }
-  if (a.early_kv) WaitForQkv(a, kvh);  // The loads above are in flight.
+  if (a.early_kv) PdlWait();  // The loads above are in flight.
   float q[kCols];
   if constexpr (kNewRow) {
     LoadNewRow<D, KvT>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
@@ -313,7 +313,7 @@ __device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
                                              int chunk0, int limit,
                                              bool visible, float* entry) {
   if (!visible) {
-    if (a.early_kv) WaitForQkv(a, kvh);
+    if (a.early_kv) PdlWait();
     if (threadIdx.x == 0) {
       entry[0] = -INFINITY;
       entry[1] = 0.f;
@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(kThreads)
   namespace cg = cooperative_groups;
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
   if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
-  if (!a.early_kv) WaitForQkv(a, blockIdx.y / a.group);
+  if (!a.early_kv) PdlWait();
   cg::cluster_group cluster = cg::this_cluster();
   const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
   const int h = blockIdx.y;
@@ -396,9 +396,6 @@ __global__ void __launch_bounds__(kThreads)
   ChunkPartial<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
                                               limit, chunk0 < limit, entry);
   cluster.sync();
-  if (a.head_ready != nullptr && chunk == 0 && threadIdx.x == 0) {
-    ReleaseHeadReady(a, kvh);
-  }
   if (chunk == 0) {
     const int d = threadIdx.x;
     if (d < a.head_dim) {
@@ -609,17 +606,6 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   // its successor only after its own wait, so when this kernel starts every
   // kernel before the q/k/v GEMV has finished. (No key list or head ids here.)
   a.early_kv = args.early_kv_loads && ctx.programmatic_launch();
-  if (args.head_ready != nullptr) {
-    if (!a.cluster_merge || args.head_ready_blocks <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attention: head_ready needs the cluster merge (caches of at most ",
-          kMaxClusterChunks * kDecodeKeysPerChunk,
-          " rows, head_dim 65..128, sm_90) and a positive block count, got ",
-          args.head_ready_blocks));
-    }
-    a.head_ready = args.head_ready;
-    a.head_ready_blocks = static_cast<int>(args.head_ready_blocks);
-  }
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(

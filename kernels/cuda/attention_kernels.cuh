@@ -68,34 +68,7 @@ struct KernelArgs {
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
   bool cluster_merge = false;
-  // Decode with a new row: wait per kv head instead of for the q/k/v GEMV
-  // (DeviceAttentionArgs::head_ready), or null.
-  int* head_ready = nullptr;
-  int head_ready_blocks = 0;
 };
-
-// What a decode kernel reads of the q/k/v GEMV before it: the whole launch
-// (PDL wait), or with head_ready only kv head `kvh`'s rows. The successor is
-// released either way. Every thread of the block calls it.
-__device__ __forceinline__ void WaitForQkv(const KernelArgs& a, int kvh) {
-  if (a.head_ready == nullptr) {
-    PdlWait();
-    return;
-  }
-  BlockWaitCount(a.head_ready + kvh, a.head_ready_blocks);
-  PdlRelease();
-}
-
-// The head_ready count of kv head `kvh` back to zero once every cluster of
-// its query heads is through its wait (called by one thread a cluster, after
-// the cluster's barrier).
-__device__ __forceinline__ void ReleaseHeadReady(const KernelArgs& a, int kvh) {
-  int* through = a.head_ready + a.heads / a.group + kvh;
-  if (atomicAdd(through, 1) == a.group - 1) {
-    a.head_ready[kvh] = 0;
-    *through = 0;
-  }
-}
 
 // A cache pointer of KernelArgs as the kernel's element type.
 template <typename KvT>

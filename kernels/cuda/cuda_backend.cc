@@ -75,12 +75,6 @@ absl::Status CudaBackend::Init() {
   DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(attention_counters_.raw_data(), 0,
                                           attention_counters_.bytes(),
                                           ctx_->stream()));
-  absl::StatusOr<Tensor> head_ready =
-      AllocateDevice(*ctx_, DType::kI32, {kHeadReadyInts});
-  if (!head_ready.ok()) return head_ready.status();
-  head_ready_ = *head_ready;
-  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(head_ready_.raw_data(), 0,
-                                          head_ready_.bytes(), ctx_->stream()));
   absl::StatusOr<Tensor> barrier =
       AllocateDevice(*ctx_, DType::kI32, {kDecodeStackBarrierWords});
   if (!barrier.ok()) return barrier.status();

@@ -69,10 +69,6 @@ class CudaBackend : public Backend {
   // Decode steps whose layers ran as one DecodeStack kernel (eager,
   // captured or replayed).
   int64_t decode_stack_steps() const { return stack_steps_; }
-  // Layers whose q/k/v GEMV and decode attention ran head by head
-  // (NormQkvAttention with head_ready_attention; eager, captured or
-  // replayed).
-  int64_t head_ready_layers() const { return head_ready_layers_; }
   // Forgets the captured graph (the next decode step runs eagerly again).
   void DropGraph();
 
@@ -126,15 +122,6 @@ class CudaBackend : public Backend {
   void RopeWriteKvAttention(const RopeTable& rope, Tensor* q, Tensor* k,
                             const Tensor& v, Tensor* k_cache, Tensor* v_cache,
                             const AttentionArgs& args) override;
-  // With head_ready_attention, for one decode row whose attention merges in
-  // a cluster: the q/k/v GEMV in head order, counted, and the attention
-  // starting each head on its count (cuda_backend_options.h).
-  void NormQkvAttention(const Tensor& x, const InputNorm& norm,
-                        absl::Span<const Tensor* const> w,
-                        absl::Span<const Tensor* const> b,
-                        const RopeTable& rope, Tensor* q, Tensor* k, Tensor* v,
-                        Tensor* k_cache, Tensor* v_cache,
-                        const AttentionArgs& args) override;
   DType ProjectionInputDType(const Tensor& w, int64_t rows) const override;
   void BeginSideWork() override;
   int EndSideWork() override;
@@ -260,22 +247,6 @@ class CudaBackend : public Backend {
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op,
                              const DecodeNewRow* new_row = nullptr);
-  // Whether RoPE, the cache write and the attention of this step run as one
-  // kernel (one new row over the whole cache, caches short enough).
-  bool FusesDecodeRow(const Tensor& q, const Tensor& k_cache,
-                      const Tensor& v_cache, const AttentionArgs& args) const;
-  // That kernel (q is args.q); with head_ready_blocks > 0 it waits for each
-  // kv head's count in head_ready_ instead of for the previous kernel.
-  void LaunchNewRowAttention(const Tensor& freq, Tensor* k, const Tensor& v,
-                             Tensor* k_cache, Tensor* v_cache,
-                             const AttentionArgs& args,
-                             int64_t head_ready_blocks, const char* op);
-  // The count a kv head's blocks reach in a q/k/v GEMV over w with these
-  // options (head_order set), or 0 where it or the attention after it cannot
-  // run head by head.
-  int64_t HeadOrderBlocks(const Tensor& x, const Tensor& w,
-                          const GemvOptions& options, const Tensor& k_cache,
-                          const AttentionArgs& args) const;
   // Dense ops must never read a weight Transpose rewrote in place (another
   // session or job of this process would get silently wrong numbers).
   void CheckNotTransposedInPlace(const Tensor& w, const char* op) const;
@@ -418,11 +389,6 @@ class CudaBackend : public Backend {
   // rows (<= 8) x heads.
   static constexpr int64_t kAttentionCounterInts = 8 * 1024;
   Tensor attention_counters_;
-  // Zeroed ints of NormQkvAttention's head order: per kv head the q/k/v
-  // GEMV's stored blocks, then the attention clusters through their wait;
-  // the attention leaves them zero.
-  static constexpr int64_t kHeadReadyInts = 1024;
-  Tensor head_ready_;
   // The decode stack kernel's grid barrier and per-head counters
   // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict
   // on the last shape asked (decode_stack.h).
@@ -430,7 +396,6 @@ class CudaBackend : public Backend {
   std::string stack_shape_key_;
   std::string stack_unsupported_;
   int64_t stack_steps_ = 0;
-  int64_t head_ready_layers_ = 0;
 
   // Step and graph state.
   bool in_step_ = false;

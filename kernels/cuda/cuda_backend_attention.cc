@@ -195,120 +195,36 @@ void CudaBackend::RopeWriteKv(const RopeTable& rope,
         "RopeWriteKv");
 }
 
-bool CudaBackend::FusesDecodeRow(const Tensor& q, const Tensor& k_cache,
-                                 const Tensor& v_cache,
-                                 const AttentionArgs& args) const {
+void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
+                                       Tensor* k, const Tensor& v,
+                                       Tensor* k_cache, Tensor* v_cache,
+                                       const AttentionArgs& args) {
   // One kernel for one new row attending to the whole cache (Session's
   // plain decode); everything else takes the two ops.
-  const bool one_row = q.rank() == 2 && q.dim(0) == 1 &&
+  const bool one_row = q->rank() == 2 && q->dim(0) == 1 &&
                        args.query_positions.size() == 1 &&
                        args.key_positions.empty() &&
                        args.num_keys == args.query_positions[0] + 1;
   const int64_t max_keys = options_.fused_decode_attention_max_keys;
-  const bool short_cache = max_keys <= 0 || k_cache.dim(0) <= max_keys;
-  return options_.fused_ops && options_.fused_decode_attention && one_row &&
-         short_cache && !TensorCoreDecodeAttention(args.num_keys) &&
-         args.q == &q && args.k_cache == &k_cache && args.v_cache == &v_cache;
-}
-
-void CudaBackend::LaunchNewRowAttention(const Tensor& freq, Tensor* k,
-                                        const Tensor& v, Tensor* k_cache,
-                                        Tensor* v_cache,
-                                        const AttentionArgs& args,
-                                        int64_t head_ready_blocks,
-                                        const char* op) {
+  const bool short_cache = max_keys <= 0 || k_cache->dim(0) <= max_keys;
+  if (!options_.fused_ops || !options_.fused_decode_attention || !one_row ||
+      !short_cache || TensorCoreDecodeAttention(args.num_keys) || args.q != q ||
+      args.k_cache != k_cache || args.v_cache != v_cache) {
+    Backend::RopeWriteKvAttention(rope, q, k, v, k_cache, v_cache, args);
+    return;
+  }
+  const Tensor none;
+  const Tensor& freq = rope.enabled() ? RopeFrequencies(rope) : none;
   uint64_t sig = kOpRopeWriteKvAttention;
   DeviceAttentionArgs d = DeviceArgs(args, &sig);
   sig = MixTensor(MixTensor(MixTensor(sig, *k), v), freq);
-  if (head_ready_blocks > 0) {
-    d.head_ready = head_ready_.data<int32_t>();
-    d.head_ready_blocks = head_ready_blocks;
-    sig = Mix(sig, static_cast<uint64_t>(head_ready_blocks));
-  }
   DecodeNewRow row;
   row.inv_freq = &freq;
   row.k = k;
   row.v = &v;
   row.k_cache = k_cache;
   row.v_cache = v_cache;
-  LaunchDecodeAttention(d, sig, op, &row);
-}
-
-void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
-                                       Tensor* k, const Tensor& v,
-                                       Tensor* k_cache, Tensor* v_cache,
-                                       const AttentionArgs& args) {
-  if (!FusesDecodeRow(*q, *k_cache, *v_cache, args)) {
-    Backend::RopeWriteKvAttention(rope, q, k, v, k_cache, v_cache, args);
-    return;
-  }
-  const Tensor none;
-  const Tensor& freq = rope.enabled() ? RopeFrequencies(rope) : none;
-  LaunchNewRowAttention(freq, k, v, k_cache, v_cache, args,
-                        /*head_ready_blocks=*/0, "RopeWriteKvAttention");
-}
-
-int64_t CudaBackend::HeadOrderBlocks(const Tensor& x, const Tensor& w,
-                                     const GemvOptions& options,
-                                     const Tensor& k_cache,
-                                     const AttentionArgs& args) const {
-  // The attention waits per head only in the cluster-merge kernel.
-  DeviceAttentionArgs cluster;
-  cluster.cluster_merge = options_.cluster_decode_attention;
-  cluster.head_dim = args.head_dim;
-  cluster.k_cache = &k_cache;
-  cluster.decode_chunk_keys = options_.decode_chunk_keys;
-  if (2 * args.num_kv_heads > kHeadReadyInts ||
-      !DecodeClusterMergeApplies(*ctx_, cluster)) {
-    return 0;
-  }
-  const absl::StatusOr<GemvPlan> plan = PlanGemv(*active_, x, w, options);
-  return plan.ok() ? GemvHeadOrderBlocks(*plan, x.dim(0), *options.head_order)
-                   : 0;
-}
-
-void CudaBackend::NormQkvAttention(const Tensor& x, const InputNorm& norm,
-                                   absl::Span<const Tensor* const> w,
-                                   absl::Span<const Tensor* const> b,
-                                   const RopeTable& rope, Tensor* q, Tensor* k,
-                                   Tensor* v, Tensor* k_cache, Tensor* v_cache,
-                                   const AttentionArgs& args) {
-  Tensor* y[] = {q, k, v};
-  Tensor fw, fb, fy, bias;
-  GemvNorm gemv_norm;
-  GemvOptions options;
-  int64_t span = 0;
-  // Every condition is settled before the first launch: a GEMV that counts
-  // must be followed by the attention that waits for the counts and
-  // zeroes them.
-  if (options_.head_ready_attention && w.size() == 3 &&
-      FusesDecodeRow(*q, *k_cache, *v_cache, args) &&
-      SpanGroup(x, w, b, y, &fw, &fb, &fy) &&
-      FusedNorm(norm, x, fw, fb, &gemv_norm, &bias)) {
-    options.norm = gemv_norm;
-    options.head_order =
-        GemvHeadOrder{head_ready_.data<int32_t>(), args.num_heads,
-                      args.num_kv_heads, args.head_dim};
-    span = HeadOrderBlocks(x, fw, options, *k_cache, args);
-  }
-  if (span == 0) {
-    Backend::NormQkvAttention(x, norm, w, b, rope, q, k, v, k_cache, v_cache,
-                              args);
-    return;
-  }
-  ++head_ready_layers_;
-  const Tensor none;
-  const Tensor& freq = rope.enabled() ? RopeFrequencies(rope) : none;
-  uint64_t sig =
-      MixTensor(MixTensor(MixTensor(kOpNormQkvHeadOrder, x), fw), bias);
-  sig = MixTensor(MixTensor(MixTensor(sig, fy), gemv_norm.weight),
-                  gemv_norm.row_sums);
-  sig = Mix(MixDouble(sig, norm.eps), static_cast<uint64_t>(span));
-  if (Op(sig)) {
-    Check(Gemv(*active_, x, fw, bias, &fy, options), "NormQkvAttention");
-  }
-  LaunchNewRowAttention(freq, k, *v, k_cache, v_cache, args, span,
-                        "NormQkvAttention");
+  LaunchDecodeAttention(d, sig, "RopeWriteKvAttention", &row);
 }
 
 }  // namespace dynsparse::cuda

@@ -149,9 +149,9 @@ struct CudaBackendOptions {
   bool top_count = true;
   // ... by TopKRows (sparse_ops.h: value bins, a cluster of 8 from 4096
   // scores) instead of the radix select of top_count.h: the same choice.
-  // H100 (results/bench/h100_run153), Llama-2-7B keys=cached decode at 4k /
-  // 8k / 16k: 6.489 / 7.272 / 8.819-8.828 ms against 6.525 / 7.295 /
-  // 8.859-8.890 by the radix select. DYNSPARSE_CUDA_TOP_COUNT_BINS=0 takes
+  // H100 (results/bench/h100_run153, h100_run156), Llama-2-7B keys=cached
+  // decode at 4k / 8k / 16k: 6.489 / 7.272 / 8.819-8.828 ms against 6.525 /
+  // 7.295 / 8.859-8.890 by the radix select (run 156: 0.3-0.6% again). DYNSPARSE_CUDA_TOP_COUNT_BINS=0 takes
   // the radix select (A/B timing).
   bool top_count_bins = true;
   // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
@@ -174,14 +174,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // A decode row's q/k/v GEMV stores its rows head by head and counts them,
-  // and the fused decode attention (cluster merge) starts each head once its
-  // rows are counted instead of waiting for the whole GEMV (gemv.h
-  // GemvHeadOrder, attention.h head_ready): the attention's start moves
-  // into the GEMV's last wave. DYNSPARSE_CUDA_HEAD_READY=1 turns it on. Off:
-  // with a fence in every GEMV thread it was 7-8.5% slower (H100,
-  // results/bench/h100_run153); the release-add count is unmeasured (run 155).
-  bool head_ready_attention = false;
 };
 
 }  // namespace dynsparse::cuda

@@ -45,7 +45,6 @@ constexpr OnOff kOnOff[] = {
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},
-    {"HEAD_READY", &Options::head_ready_attention, /*one_turns_on=*/true},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"GEMV_BOUNDS", nullptr},

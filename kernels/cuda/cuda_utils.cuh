@@ -99,35 +99,6 @@ __device__ __forceinline__ void PdlWait() {
 #endif
 }
 
-// The successor's release without the wait, for a kernel that waits for its
-// inputs by other means (a count the previous kernel raises as it stores
-// them: DecodeAttention's head_ready) instead of for the whole previous
-// kernel.
-__device__ __forceinline__ void PdlRelease() {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-// Thread 0 of the block polls `count` (acquire, GPU scope) until it reaches
-// `target`; the barrier then orders every thread's later loads after the
-// stores that raised it (each raiser adds with release semantics after a
-// barrier over its block's stores).
-__device__ __forceinline__ void BlockWaitCount(const int* count, int target) {
-  if (threadIdx.x == 0) {
-    int seen;
-    for (;;) {
-      asm volatile("ld.acquire.gpu.global.s32 %0, [%1];"
-                   : "=r"(seen)
-                   : "l"(count)
-                   : "memory");
-      if (seen >= target) break;
-      __nanosleep(32);
-    }
-  }
-  __syncthreads();
-}
-
 template <typename... Params, typename... Args>
 void LaunchKernel(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block,
                   size_t smem, cudaStream_t stream, Args... args) {

@@ -52,10 +52,9 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
 // The kernel a launch with these options runs; `gate` as in LaunchedKernel.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
-                        const std::optional<Activation>* gate,
-                        bool head_order = false) {
+                        const std::optional<Activation>* gate) {
   return gemv_internal::LaunchedKernel(dtype, batch, path, norm, pairs, gate,
-                                       ctx.gemv_occupancy_bounds(), head_order);
+                                       ctx.gemv_occupancy_bounds());
 }
 
 bool IsFloating(DType dtype) {
@@ -122,11 +121,6 @@ std::string GemvPlan::DebugString() const {
 
 namespace {
 
-// Output rows one block of a CUDA-core plan computes.
-int64_t CudaCoreRowsPerBlock(const GemvPlan& plan) {
-  return int64_t{kWarps / plan.warps_per_row} * plan.rows_per_warp;
-}
-
 // PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
 absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
                                     const Tensor& w, const GemvOptions& options,
@@ -179,14 +173,9 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
                      "), an activation from row out / 2 and no accumulate"));
   }
-  if (options.head_order.has_value() &&
-      (!options.norm.has_value() || options.gated_pairs || gate != nullptr)) {
-    return absl::InvalidArgumentError(
-        "a GEMV in head order needs the fused norm, without pairs or gate");
-  }
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
-                     options.gated_pairs, gate, options.head_order.has_value());
+                     options.gated_pairs, gate);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
@@ -368,27 +357,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.in = w.dim(1);
   args.warps_per_row = plan.warps_per_row;
   args.chunks_per_split = plan.chunks_per_split;
-  args.head_ready = nullptr;
-  args.head_q_blocks = args.head_kv_blocks = 0;
-  args.q_rows = args.kv_rows = 0;
-  if (options.head_order.has_value()) {
-    const GemvHeadOrder& heads = *options.head_order;
-    const int64_t span = GemvHeadOrderBlocks(plan, batch, heads);
-    if (span == 0 || heads.ready == nullptr ||
-        out != (heads.num_heads + 2 * heads.num_kv_heads) * heads.head_dim) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Gemv head order: w must be [w_q; w_k; w_v] of ", heads.num_heads,
-          " + 2 x ", heads.num_kv_heads, " heads of ", heads.head_dim,
-          " rows in a plan of whole heads and a ready array; got ", out,
-          " rows, plan ", plan.DebugString()));
-    }
-    args.head_ready = heads.ready;
-    args.head_kv_blocks =
-        static_cast<int>(heads.head_dim / CudaCoreRowsPerBlock(plan));
-    args.head_q_blocks = static_cast<int>(span - 2 * args.head_kv_blocks);
-    args.q_rows = heads.num_heads * heads.head_dim;
-    args.kv_rows = heads.num_kv_heads * heads.head_dim;
-  }
   if (plan.k_splits > 1) {
     ASSIGN_OR_RETURN(void* workspace,
                      ctx.Workspace(static_cast<size_t>(plan.k_splits) * batch *
@@ -429,26 +397,10 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  const KernelFn kernel = LaunchedKernel(
-      ctx, w.dtype(), x.dim(0), plan.path, options.norm.has_value(),
-      options.gated_pairs, nullptr, options.head_order.has_value());
+  const KernelFn kernel =
+      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
+                     options.norm.has_value(), options.gated_pairs, nullptr);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
-}
-
-int64_t GemvHeadOrderBlocks(const GemvPlan& plan, int64_t batch,
-                            const GemvHeadOrder& heads) {
-  if (plan.path != GemvPath::kCudaCore || plan.k_splits != 1 || batch != 1 ||
-      heads.num_heads <= 0 || heads.num_kv_heads <= 0 || heads.head_dim <= 0 ||
-      heads.num_heads % heads.num_kv_heads != 0) {
-    return 0;
-  }
-  const int64_t rows_per_block = CudaCoreRowsPerBlock(plan);
-  if (heads.head_dim % rows_per_block != 0) return 0;
-  const int64_t group = heads.num_heads / heads.num_kv_heads;
-  const int64_t kv_blocks = heads.head_dim / rows_per_block;
-  const int64_t span = (group + 2) * kv_blocks;
-  if (plan.grid_blocks != span * heads.num_kv_heads) return 0;
-  return span;
 }
 
 bool GatedGemvSupported(const Tensor& gate, const Tensor& x, const Tensor& w) {

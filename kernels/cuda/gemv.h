@@ -77,19 +77,6 @@ absl::StatusOr<LayerNormFold> FoldLayerNorm(DeviceContext& ctx, const Tensor& w,
                                             const Tensor& beta,
                                             const Tensor& b);
 
-// q/k/v of one decode row in head order, for a decode attention that starts
-// each head as soon as its rows are stored (DeviceAttentionArgs::head_ready).
-// w is [w_q; w_k; w_v] ((num_heads + 2 num_kv_heads) x head_dim rows); the
-// blocks take kv head g's query rows, then its key rows, then its value rows,
-// g = 0, 1, ..., and each block adds 1 to ready[g] once its rows are stored.
-// The values are those of the plain launch (each row's sum is the same).
-struct GemvHeadOrder {
-  int32_t* ready = nullptr;  // device ints [num_kv_heads], zero before
-  int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;
-};
-
 struct GemvOptions {
   GemvPath path = GemvPath::kAuto;  // A forced fast path that cannot run is
                                     // an InvalidArgument error.
@@ -106,22 +93,12 @@ struct GemvOptions {
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
   // down projection reads.
   bool gated_pairs = false;
-  // Needs the fused norm, one row and a plan whose blocks do not straddle
-  // heads (GemvHeadOrderBlocks).
-  std::optional<GemvHeadOrder> head_order;
 };
 
 // The plan Gemv would run for these operands (validates them too).
 absl::StatusOr<GemvPlan> PlanGemv(const DeviceContext& ctx, const Tensor& x,
                                   const Tensor& w,
                                   const GemvOptions& options = {});
-
-// The count each ready[g] reaches when kv head g's rows are stored (its
-// span of blocks), or 0 where this plan cannot run in head order: K split,
-// several batch rows, the tensor-core or scalar path, or blocks that would
-// straddle two heads' rows.
-int64_t GemvHeadOrderBlocks(const GemvPlan& plan, int64_t batch,
-                            const GemvHeadOrder& heads);
 
 // y = x * w^T (+ bias), queued on ctx's stream. x [batch, in] f32 with
 // 1 <= batch <= 8, w [out, in] f16/bf16/f32, bias empty or [out], y [batch,

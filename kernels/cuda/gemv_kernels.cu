@@ -222,56 +222,12 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
                      Finish(a, j, up_sum, stats));
 }
 
-// The first row group of this block when q/k/v are stored in head order
-// (GemvArgs::head_ready): blocks come in spans of one kv head, its query
-// rows, then its key rows, then its value rows, so with blocks scheduled in
-// blockIdx order the heads' rows are complete one after another during the
-// launch instead of all in its last wave (the value rows come last in w).
-__device__ __forceinline__ int64_t HeadOrderFirstGroup(const GemvArgs& a,
-                                                       int groups_per_block,
-                                                       int rows_per_group) {
-  const int span = a.head_q_blocks + 2 * a.head_kv_blocks;
-  const int kv_head = blockIdx.x / span;
-  int i = blockIdx.x - kv_head * span;
-  int64_t first_block;
-  if (i < a.head_q_blocks) {
-    first_block = static_cast<int64_t>(kv_head) * a.head_q_blocks + i;
-  } else {
-    i -= a.head_q_blocks;
-    const bool value = i >= a.head_kv_blocks;
-    if (value) i -= a.head_kv_blocks;
-    const int64_t part_rows = value ? a.q_rows + a.kv_rows : a.q_rows;
-    first_block = part_rows / (groups_per_block * rows_per_group) +
-                  static_cast<int64_t>(kv_head) * a.head_kv_blocks + i;
-  }
-  return first_block * groups_per_block;
-}
-
-// After the block's stores (HeadOrder kernels): one count for its kv head.
-// The barrier orders every thread's stores before thread 0's release add, so
-// they are visible at GPU scope when the count is (BlockWaitCount reads it
-// with acquire). A __threadfence in every thread instead cost 7-8% of the
-// decode step (run 153).
-template <bool kHeadOrder>
-__device__ __forceinline__ void CountHeadRows(const GemvArgs& a) {
-  if constexpr (kHeadOrder) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int* count =
-          a.head_ready + blockIdx.x / (a.head_q_blocks + 2 * a.head_kv_blocks);
-      asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(count)
-                   : "memory");
-    }
-  }
-}
-
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
-// blocks an SM (OccupancyBound). kHeadOrder: q/k/v in head order, counted
-// (HeadOrderFirstGroup, CountHeadRows).
+// blocks an SM (OccupancyBound).
 template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
-          int kMinBlocks = 1, bool kHeadOrder = false>
+          int kMinBlocks = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
@@ -293,11 +249,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int wr = warp / wpr;
   const int groups_per_block = kWarps / wpr;
   static_assert(!kPairs || (B == 1 && R == 2), "pairs: one row, two rows/warp");
-  static_assert(!kHeadOrder || (B == 1 && !kPairs), "head order: one row");
-  const int64_t first_group =
-      kHeadOrder ? HeadOrderFirstGroup(a, groups_per_block, R)
-                 : static_cast<int64_t>(blockIdx.x) * groups_per_block;
-  const int64_t group_id = first_group + wr;
+  const int64_t group_id =
+      static_cast<int64_t>(blockIdx.x) * groups_per_block + wr;
   const int64_t row0 = kPairs ? group_id : group_id * R;
   const int64_t live_rows = kPairs ? a.out / 2 : a.out;
   const int64_t chunks = a.in / kVec;
@@ -379,9 +332,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 
   if (wpr == 1) {
-    // Head order covers whole heads: no row past the end, and every thread
-    // reaches CountHeadRows' barrier.
-    if (!kHeadOrder && row0 >= live_rows) return;
+    if (row0 >= live_rows) return;
     if constexpr (kPairs) {
       if (lane == 0) StorePair(a, row0, acc[0][0], acc[1][0], stats);
     } else {
@@ -397,7 +348,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
       }
     }
-    CountHeadRows<kHeadOrder>(a);
     return;
   }
 
@@ -436,10 +386,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         group_stats.sum += partial_stats[group * wpr + k].sum;
         group_stats.sq += partial_stats[group * wpr + k].sq;
       }
-      const int64_t row = (first_group + group) * R + i / B;
+      const int64_t row =
+          (static_cast<int64_t>(blockIdx.x) * groups_per_block + group) * R +
+          i / B;
       if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
     }
-    CountHeadRows<kHeadOrder>(a);
   }
 }
 
@@ -656,22 +607,15 @@ constexpr int OccupancyBound() {
 }
 
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
-template <typename T, typename XIn, bool kPairs = false,
-          bool kHeadOrder = false>
+template <typename T, typename XIn, bool kPairs = false>
 KernelFn OneRowKernel(bool bounded) {
-  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>(),
-                                    kHeadOrder>
-                 : GemvVectorKernel<T, 1, XIn, kPairs, 1, kHeadOrder>;
+  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
+                 : GemvVectorKernel<T, 1, XIn, kPairs>;
 }
 
-// The one-row CUDA-core kernel with a fused norm and/or gated pairs (or the
-// fused norm storing q/k/v in head order).
+// The one-row CUDA-core kernel with a fused norm and/or gated pairs.
 template <typename T>
-KernelFn VectorVariant(bool norm, bool pairs, bool bounded, bool head_order) {
-  if (head_order) {
-    return norm && !pairs ? OneRowKernel<T, NormInput<T>, false, true>(bounded)
-                          : nullptr;
-  }
+KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
   if (norm) {
     return pairs ? OneRowKernel<T, NormInput<T>, true>(bounded)
                  : OneRowKernel<T, NormInput<T>>(bounded);
@@ -776,18 +720,15 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool head_order) {
+                        bool bounded) {
   if (gate != nullptr) {
-    if (head_order) return nullptr;
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
   }
-  if (!norm && !pairs && !head_order) {
-    return SelectKernel(dtype, batch, path, bounded);
-  }
+  if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
   return dtype == DType::kF16
-             ? VectorVariant<__half>(norm, pairs, bounded, head_order)
-             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded, head_order);
+             ? VectorVariant<__half>(norm, pairs, bounded)
+             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);
 }
 
 absl::Status LaunchSplitReduce(DeviceContext& ctx, const GemvArgs& args,

@@ -49,15 +49,6 @@ struct GemvArgs {
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
-  // q/k/v in head order (GemvOptions::head_order; the HeadOrder kernels):
-  // the blocks of one span take a kv head's query rows (q_blocks), then its
-  // key and its value rows (kv_blocks each), and each stored block adds 1 to
-  // head_ready[kv head]. Null: blockIdx order, no counts.
-  int* head_ready;
-  int head_q_blocks;
-  int head_kv_blocks;
-  int64_t q_rows;   // Rows of w_q (the key rows start here)...
-  int64_t kv_rows;  // ... and of w_k (the value rows start at q + kv).
   int batch;
   int64_t out;
   int64_t in;
@@ -82,10 +73,9 @@ using KernelFn = void (*)(GemvArgs);
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 // `bounded`: the one-row kernels built for one more block an SM
 // (DeviceContext::gemv_occupancy_bounds).
-// `head_order`: the fused-norm kernel that stores q/k/v in head order.
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool head_order);
+                        bool bounded);
 
 inline int ThreadsFor(GemvPath path) {
   return path == GemvPath::kTensorCore ? kMmaThreads : kThreads;
