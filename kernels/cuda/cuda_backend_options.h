@@ -151,8 +151,8 @@ struct CudaBackendOptions {
   // scores) instead of the radix select of top_count.h: the same choice.
   // H100 (results/bench/h100_run153, h100_run156), Llama-2-7B keys=cached
   // decode at 4k / 8k / 16k: 6.489 / 7.272 / 8.819-8.828 ms against 6.525 /
-  // 7.295 / 8.859-8.890 by the radix select (run 156: 0.3-0.6% again). DYNSPARSE_CUDA_TOP_COUNT_BINS=0 takes
-  // the radix select (A/B timing).
+  // 7.295 / 8.859-8.890 by the radix select (run 156: 0.3-0.6% again).
+  // DYNSPARSE_CUDA_TOP_COUNT_BINS=0 takes the radix select (A/B timing).
   bool top_count_bins = true;
   // KV caches in f16 (Backend::KvCacheDtype; kv_access.cuh): every decode
   // attention reads half the bytes, and the tensor-core kernels stage the

@@ -269,8 +269,8 @@ class CudaBackendTest : public testutil::CudaTest,
 
   // ExpectSameBits of a dense decode on this backend against one on a
   // backend made with `options` (its own upload of the model).
-  void ExpectSameBitsAgainst(const CudaBackendOptions& options,
-                             int64_t prompt, int64_t steps) {
+  void ExpectSameBitsAgainst(const CudaBackendOptions& options, int64_t prompt,
+                             int64_t steps) {
     OtherBackend other = Other(options);
     ASSERT_NE(other.backend, nullptr);
     AllUnits all;
