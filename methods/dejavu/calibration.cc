@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -308,27 +309,46 @@ absl::StatusOr<LayerSamples> ReadLayerSamples(const CalibrationData& data,
   s.rows = data.tokens;
   s.hidden = config.hidden_size;
   s.units = heads ? config.num_heads : config.intermediate_size;
-  s.x.resize(s.rows * s.hidden);
-  s.y.resize(s.rows * BitmapRowBytes(s.units));
-  auto read = [&](bool labels, void* dst, size_t bytes) -> absl::Status {
+  const int64_t x_row_bytes = s.hidden * int64_t{sizeof(uint16_t)};
+  const int64_t y_row_bytes = BitmapRowBytes(s.units);
+  // The sizes come from calibration.json's token count: checked against the
+  // files before anything is allocated, so a corrupt count is an error, not
+  // a huge allocation.
+  if (s.rows <= 0 ||
+      s.rows > std::numeric_limits<int64_t>::max() /
+                   std::max<int64_t>({x_row_bytes, y_row_bytes, 1})) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(JoinPath(data.dir, kCalibrationJson),
+                     ": field 'tokens': ", s.rows, " is out of range"));
+  }
+  auto open = [&](bool labels, int64_t bytes) -> absl::StatusOr<File> {
     const std::string path = StreamPath(data.dir, layer, heads, labels);
     ASSIGN_OR_RETURN(OpenedFile opened, OpenRegularFile(path));
     File f(fdopen(opened.fd, "rb"));
     if (f == nullptr) {
       return absl::InternalError(absl::StrCat(path, ": cannot read"));
     }
-    if (opened.size != static_cast<int64_t>(bytes)) {
+    if (opened.size != bytes) {
       return absl::DataLossError(absl::StrCat(
           path, ": ", opened.size, " bytes, expected ", bytes, " (",
           data.tokens, " tokens in ", kCalibrationJson, ")"));
     }
+    return f;
+  };
+  auto read = [&](bool labels, File f, void* dst, size_t bytes) {
     if (std::fread(dst, 1, bytes, f.get()) != bytes) {
-      return absl::DataLossError(absl::StrCat(path, ": short read"));
+      return absl::DataLossError(absl::StrCat(
+          StreamPath(data.dir, layer, heads, labels), ": short read"));
     }
     return absl::OkStatus();
   };
-  RETURN_IF_ERROR(read(false, s.x.data(), s.x.size() * sizeof(uint16_t)));
-  RETURN_IF_ERROR(read(true, s.y.data(), s.y.size()));
+  ASSIGN_OR_RETURN(File x_file, open(false, s.rows * x_row_bytes));
+  ASSIGN_OR_RETURN(File y_file, open(true, s.rows * y_row_bytes));
+  s.x.resize(s.rows * s.hidden);
+  s.y.resize(s.rows * y_row_bytes);
+  RETURN_IF_ERROR(read(false, std::move(x_file), s.x.data(),
+                       s.x.size() * sizeof(uint16_t)));
+  RETURN_IF_ERROR(read(true, std::move(y_file), s.y.data(), s.y.size()));
   return s;
 }
 

@@ -5,6 +5,7 @@
 // loads them and runs.
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/graph/session.h"
@@ -198,6 +199,26 @@ TEST_F(DejavuCalibrationTest, CalibrationOfAnotherModelIsRejected) {
                 "calibration.json: field 'model_fingerprint'"),
             std::string::npos)
       << data.status();
+}
+
+// A token count that disagrees with the files is an error naming the file,
+// found before anything is allocated: counts too large to allocate, or to
+// multiply by the row size, must not crash the reader.
+TEST_F(DejavuCalibrationTest, ACorruptTokenCountIsAnError) {
+  auto opened = OpenCalibration(*dir_, model_->config);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  for (const int64_t tokens : {opened->tokens + 1, int64_t{1} << 40,
+                               std::numeric_limits<int64_t>::max() / 3}) {
+    CalibrationData data = *opened;
+    data.tokens = tokens;
+    auto samples = ReadLayerSamples(data, model_->config, 1, false);
+    ASSERT_FALSE(samples.ok()) << tokens;
+    EXPECT_NE(samples.status().message().find(tokens < (int64_t{1} << 50)
+                                                  ? "layer1.mlp_x.f16"
+                                                  : "calibration.json"),
+              std::string::npos)
+        << samples.status();
+  }
 }
 
 }  // namespace
