@@ -101,3 +101,49 @@ if data:
         b"\6" + head_lines(read(f"{data}/superglue/RTE/val.jsonl"), 3))
     put("task_files_fuzz", "wsc",
         b"\7" + head_lines(read(f"{data}/superglue/WSC/val.jsonl"), 3))
+
+# DejaVu's predictor and calibration folders for the opt-prenorm fixture
+# (dejavu_files_fuzz's layout: a selector byte, then 4-byte-length chunks).
+fixture_fingerprint = "opt L2 d64 ffn256 H4 KV4 hd16 V512 relu"
+input_convention = (
+    "lookahead: mlp[l] reads the residual entering layer l's attention; "
+    "heads[l] reads the residual entering layer l-1's MLP (layer 0: the "
+    "embeddings)")
+
+
+def chunk(payload):
+    return struct.pack("<I", len(payload)) + payload
+
+
+def safetensors(tensors, metadata):
+    header, offset, blobs = {"__metadata__": metadata}, 0, []
+    for name, shape in tensors:
+        size = 2
+        for n in shape:
+            size *= n
+        header[name] = {"dtype": "F16", "shape": shape,
+                        "data_offsets": [offset, offset + size]}
+        blobs.append(bytes((i * 7) % 251 for i in range(size)))
+        offset += size
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+shapes = {"mlp": ([4, 64], [256, 4]), "heads": ([2, 64], [4, 2])}
+tensors = [(f"layers.{l}.{kind}.{w}", shapes[kind][i])
+           for l in range(2) for kind in ("mlp", "heads")
+           for i, w in enumerate(("w1", "w2"))]
+predictors_json = json.dumps({
+    "format": "dynsparse-dejavu-predictors/1",
+    "model_fingerprint": fixture_fingerprint, "input": input_convention,
+    "num_layers": 2, "mlp_rank": 4, "head_rank": 2}).encode()
+put("dejavu_files_fuzz", "predictors",
+    b"\0" + chunk(predictors_json) +
+    safetensors(tensors, {"model_fingerprint": fixture_fingerprint}))
+calibration_json = json.dumps({
+    "format": "dynsparse-dejavu-calibration/1",
+    "model_fingerprint": fixture_fingerprint, "input": input_convention,
+    "tokens": 3}).encode()
+put("dejavu_files_fuzz", "calibration",
+    b"\1" + chunk(calibration_json) + chunk(bytes(3 * 64 * 2)) +
+    bytes(range(3 * 32)))
