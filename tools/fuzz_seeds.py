@@ -140,10 +140,11 @@ predictors_json = json.dumps({
 put("dejavu_files_fuzz", "predictors",
     b"\0" + chunk(predictors_json) +
     safetensors(tensors, {"model_fingerprint": fixture_fingerprint}))
-calibration_json = json.dumps({
-    "format": "dynsparse-dejavu-calibration/1",
-    "model_fingerprint": fixture_fingerprint, "input": input_convention,
-    "tokens": 3}).encode()
-put("dejavu_files_fuzz", "calibration",
-    b"\1" + chunk(calibration_json) + chunk(bytes(3 * 64 * 2)) +
-    bytes(range(3 * 32)))
+for name, tokens in (("calibration", 3), ("calibration_huge_count", 10**12)):
+    calibration_json = json.dumps({
+        "format": "dynsparse-dejavu-calibration/1",
+        "model_fingerprint": fixture_fingerprint, "input": input_convention,
+        "tokens": tokens}).encode()
+    put("dejavu_files_fuzz", name,
+        b"\1" + chunk(calibration_json) + chunk(bytes(3 * 64 * 2)) +
+        bytes(range(3 * 32)))
