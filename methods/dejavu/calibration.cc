@@ -311,9 +311,9 @@ absl::StatusOr<LayerSamples> ReadLayerSamples(const CalibrationData& data,
   s.units = heads ? config.num_heads : config.intermediate_size;
   const int64_t x_row_bytes = s.hidden * int64_t{sizeof(uint16_t)};
   const int64_t y_row_bytes = BitmapRowBytes(s.units);
-  // The sizes come from calibration.json's token count: checked against the
-  // files before anything is allocated, so a corrupt count is an error, not
-  // a huge allocation.
+  // The sizes come from calibration.json's token count: bounded here and
+  // checked against each file before its buffer is sized, so a corrupt count
+  // is an error, never an allocation larger than the file.
   if (s.rows <= 0 ||
       s.rows > std::numeric_limits<int64_t>::max() /
                    std::max<int64_t>({x_row_bytes, y_row_bytes, 1})) {
@@ -321,7 +321,8 @@ absl::StatusOr<LayerSamples> ReadLayerSamples(const CalibrationData& data,
         absl::StrCat(JoinPath(data.dir, kCalibrationJson),
                      ": field 'tokens': ", s.rows, " is out of range"));
   }
-  auto open = [&](bool labels, int64_t bytes) -> absl::StatusOr<File> {
+  // Sizes `dst` only once the file's size matches the count.
+  auto read = [&](bool labels, int64_t bytes, auto* dst) -> absl::Status {
     const std::string path = StreamPath(data.dir, layer, heads, labels);
     ASSIGN_OR_RETURN(OpenedFile opened, OpenRegularFile(path));
     File f(fdopen(opened.fd, "rb"));
@@ -333,22 +334,15 @@ absl::StatusOr<LayerSamples> ReadLayerSamples(const CalibrationData& data,
           path, ": ", opened.size, " bytes, expected ", bytes, " (",
           data.tokens, " tokens in ", kCalibrationJson, ")"));
     }
-    return f;
-  };
-  auto read = [&](bool labels, File f, void* dst, size_t bytes) {
-    if (std::fread(dst, 1, bytes, f.get()) != bytes) {
-      return absl::DataLossError(absl::StrCat(
-          StreamPath(data.dir, layer, heads, labels), ": short read"));
+    dst->resize(bytes / sizeof((*dst)[0]));
+    if (std::fread(dst->data(), 1, bytes, f.get()) !=
+        static_cast<size_t>(bytes)) {
+      return absl::DataLossError(absl::StrCat(path, ": short read"));
     }
     return absl::OkStatus();
   };
-  ASSIGN_OR_RETURN(File x_file, open(false, s.rows * x_row_bytes));
-  ASSIGN_OR_RETURN(File y_file, open(true, s.rows * y_row_bytes));
-  s.x.resize(s.rows * s.hidden);
-  s.y.resize(s.rows * y_row_bytes);
-  RETURN_IF_ERROR(read(false, std::move(x_file), s.x.data(),
-                       s.x.size() * sizeof(uint16_t)));
-  RETURN_IF_ERROR(read(true, std::move(y_file), s.y.data(), s.y.size()));
+  RETURN_IF_ERROR(read(false, s.rows * x_row_bytes, &s.x));
+  RETURN_IF_ERROR(read(true, s.rows * y_row_bytes, &s.y));
   return s;
 }
 

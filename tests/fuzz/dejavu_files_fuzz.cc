@@ -82,8 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::Status status =
       predictors ? LoadPredictorFolder(in) : ReadCalibrationFolder(in);
   static const bool verbose = std::getenv("DYNSPARSE_FUZZ_VERBOSE") != nullptr;
-  if (verbose)
+  if (verbose) {
     std::cerr << (predictors ? "predictors: " : "calibration: ") << status
               << "\n";
+  }
   return 0;
 }
