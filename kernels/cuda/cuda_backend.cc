@@ -398,6 +398,7 @@ absl::Status CudaBackend::StageAtGraphStart(cudaGraph_t graph) {
 }
 
 bool CudaBackend::Op(uint64_t signature) {
+  if (active_ == ctx_.get()) main_indices_just_written_ = nullptr;
   switch (mode_) {
     case Mode::kEager:
       return true;

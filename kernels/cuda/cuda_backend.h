@@ -194,6 +194,12 @@ class CudaBackend : public Backend {
                                       const Tensor* w_gate,
                                       const Tensor& w_down_t, int64_t k,
                                       Activation act);
+  // Whether a kernel launched next on the main stream may read `ids` before
+  // its PDL wait: they are not the output of the last op there (TopK,
+  // TopCount), so they were complete before that op's kernel began.
+  bool IdsSettled(const Tensor& ids) const {
+    return ids.raw_data() != main_indices_just_written_;
+  }
   // The automatic choice takes clusters of 16 for a ReLU MLP (hidden >= 7168)
   // only while its splits hold at most this many units (FusedMlpLaunch).
   static constexpr int kReluCluster16MaxSplitUnits = 288;
@@ -354,6 +360,9 @@ class CudaBackend : public Backend {
   // cluster size).
   std::map<std::tuple<int64_t, int, bool, int, int>, FusedSparseMlpGrid>
       fused_mlp_grids_;
+  // The indices the last op of the main stream wrote (TopK, TopCount); null
+  // after any other op there (IdsSettled).
+  const void* main_indices_just_written_ = nullptr;
 
   // Index staging: two halves of pinned ints, one device arena.
   int32_t* pinned_indices_ = nullptr;

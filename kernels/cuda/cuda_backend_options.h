@@ -131,6 +131,11 @@ struct CudaBackendOptions {
   // measured in h200_run107 .. h200_run116).
   // DYNSPARSE_CUDA_MLP_CLUSTER=0|4|8|12|16.
   int64_t fused_sparse_mlp_cluster = 0;
+  // The fused sparse MLP reads its ids and starts its first weight copies
+  // before its PDL wait, overlapping the kernel ahead of it, where the ids
+  // are not that kernel's output (CudaBackend::GatherMlp).
+  // DYNSPARSE_CUDA_EARLY_MLP=0 turns it off (A/B timing).
+  bool early_mlp_copies = true;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

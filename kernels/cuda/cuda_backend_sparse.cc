@@ -60,7 +60,12 @@ void CudaBackend::TopK(const Tensor& scores, int64_t k, Tensor* indices) {
   }
   HoldForSideWork(scores);
   HoldForSideWork(*indices);
-  if (!Op(Mix(MixTensor(MixTensor(kOpTopK, scores), *indices), k))) return;
+  const bool launch =
+      Op(Mix(MixTensor(MixTensor(kOpTopK, scores), *indices), k));
+  // Set in every mode, so that a replayed step computes the same
+  // signatures as its capture.
+  if (active_ == ctx_.get()) main_indices_just_written_ = indices->raw_data();
+  if (!launch) return;
   Check(TopKRows(*active_, scores, k, indices, options_.topk_cluster), "TopK");
 }
 
@@ -193,8 +198,9 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
                             const Tensor* b_gate, const Tensor& w_down_t,
                             const Tensor& b_down, const Tensor& ids,
                             Activation act, Tensor* hidden, Tensor* y) {
-  const FusedSparseMlpLaunch launch =
+  FusedSparseMlpLaunch launch =
       FusedMlpLaunch(x, w_up, w_gate, w_down_t, ids.dim(1), act);
+  launch.early_copies = options_.early_mlp_copies && IdsSettled(ids);
   const int splits = launch.splits;
   const FusedSparseMlpGrid& grid = launch.grid;
   if (splits == 0) {
@@ -207,6 +213,7 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
   if (w_gate != nullptr) sig = MixTensor(MixTensor(sig, *w_gate), *b_gate);
   sig = MixTensor(MixTensor(MixTensor(sig, w_down_t), b_down), ids);
   sig = Mix(MixTensor(MixTensor(sig, *y), scratch), static_cast<uint64_t>(act));
+  sig = Mix(sig, static_cast<uint64_t>(launch.early_copies));
   if (!Op(Mix(Mix(sig, static_cast<uint64_t>(splits)),
               static_cast<uint64_t>(grid.cluster)))) {
     return;

@@ -61,6 +61,7 @@ void CudaBackend::TopCount(const Tensor& scores, int64_t count,
                            Tensor* indices) {
   if (!EagerOnly()) return;
   HoldForSideWork(scores);
+  if (active_ == ctx_.get()) main_indices_just_written_ = indices->raw_data();
   if (options_.top_count_bins) {
     Tensor rows = indices->Reshape({1, count});
     Check(TopKRows(*active_, scores.Reshape({1, scores.numel()}), count, &rows,

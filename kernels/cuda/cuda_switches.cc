@@ -45,6 +45,7 @@ constexpr OnOff kOnOff[] = {
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},
+    {"EARLY_MLP", &Options::early_mlp_copies},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"GEMV_BOUNDS", nullptr},

@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         float* __restrict__ partial,
+                         bool early, float* __restrict__ partial,
                          uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
@@ -120,11 +120,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                static_cast<int>(e)] = GlobalTimerNs();
     }
   };
-  PdlWait();
-  mark(FusedMlpEvent::kBegins);
-  for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
-  if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
-
   // 1. Up projection of this block's units: thread t's chunks t and
   // t + threads of each row, kUpStages units ahead.
   auto copy_up = [&](int i) {
@@ -140,13 +135,34 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     }
     CpAsyncCommit();  // Empty past the end: the wait count stays fixed.
   };
+  // `early`: the ids were complete before the kernel ahead of this one
+  // began (CudaBackend::GatherMlp), so with programmatic dependent launch
+  // they and the first stages' weights are read before PdlWait and overlap
+  // that kernel (the split reduction, a norm); x is its output, read after.
+  // A kernel releases its successor only after its own PdlWait, so whatever
+  // the kernels before it wrote is complete when this one starts.
+  auto read_ids = [&] {
+    for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
+  };
+  if (early) {
+    read_ids();
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
+  }
+  PdlWait();
+  mark(FusedMlpEvent::kBegins);
+  if (!early) read_ids();
+  if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
   float xv[2][8];
   LoadX8(x + 8 * tid, xv[0]);
   LoadX8(x + 8 * (tid + threads), xv[1]);
   __syncthreads();  // s_ids, s_pushed.
   ClusterArriveRelaxed();
+  if (!early) {
 #pragma unroll
-  for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
+    for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
+  }
   for (int i = 0; i < mine; ++i) {
     copy_up(i + kUpStages - 1);
     CpAsyncWait<kUpStages - 1>();
@@ -441,7 +457,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, scratch, timeline));
+            static_cast<int>(k), splits, launch.early_copies, scratch,
+            timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
   return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);

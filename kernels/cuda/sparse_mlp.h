@@ -49,9 +49,13 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
                          const Tensor& w_down_t, int64_t k);
 
 // A grid and its splits for one call; splits == 0: the two gathers.
+// `early_copies`: the caller knows the ids were complete before the kernel
+// ahead of this launch in the stream began (not its output), so the kernel
+// reads them and starts its first weight copies before its PDL wait.
 struct FusedSparseMlpLaunch {
   FusedSparseMlpGrid grid;
   int splits = 0;
+  bool early_copies = false;
 };
 // The first of `grids` (in order of preference) whose splits hold the k
 // kept units of these tensors.

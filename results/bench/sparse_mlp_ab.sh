@@ -8,7 +8,9 @@
 #   bash results/bench/sparse_mlp_ab.sh REPEATS "C1 C2 ..." SHAPE...
 #   bash results/bench/sparse_mlp_ab.sh REPEATS "ARGS1,ARGS2,..." SHAPE...
 # The first form's variants are cluster sizes (--cluster C); the second's,
-# separated by commas, are bench arguments ("--cluster 12 --prefetch 64").
+# separated by commas, are bench arguments ("--cluster 12 --prefetch 64"),
+# where words of the form NAME=VALUE go to the environment instead
+# ("DYNSPARSE_CUDA_EARLY_MLP=0 --cluster 8").
 set -uo pipefail
 repeats=$1
 if [[ $2 == *,* || $2 == *-* ]]; then
@@ -25,9 +27,14 @@ bench=$(find build-cuda-gpu -name dynsparse_sparse_mlp_bench -type f | head -1)
 mkdir -p "$OUT/mlp"
 for ((i = 1; i <= repeats; ++i)); do
   for variant in "${variants[@]}"; do
-    # shellcheck disable=SC2086  # A variant is several arguments.
-    timeout 120 "$bench" "${shape_args[@]}" --timeline $variant \
-      >>"$OUT/mlp/sparse_mlp.jsonl" 2>>"$OUT/mlp/sparse_mlp.log"
+    settings=()
+    args=()
+    for word in $variant; do
+      if [[ $word == *=* ]]; then settings+=("$word"); else args+=("$word"); fi
+    done
+    echo "{\"variant\": \"$variant\"}" >>"$OUT/mlp/sparse_mlp.jsonl"
+    timeout 120 env "${settings[@]}" "$bench" "${shape_args[@]}" --timeline \
+      "${args[@]}" >>"$OUT/mlp/sparse_mlp.jsonl" 2>>"$OUT/mlp/sparse_mlp.log"
     echo "run $i $variant: rc $?" >>"$OUT/mlp/sparse_mlp.log"
   done
 done

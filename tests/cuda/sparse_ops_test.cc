@@ -367,20 +367,25 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
             continue;
           }
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
-          auto fused = [&](Tensor* out) {
+          auto fused = [&](bool early_copies, Tensor* out) {
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
                                   dwt, dbd, dids.data<int32_t>(), k, act,
-                                  {grid, splits}, scratch.data<float>(), out);
+                                  {grid, splits, early_copies},
+                                  scratch.data<float>(), out);
           };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&dy).ok()) << where;
+          ASSERT_TRUE(fused(false, &dy).ok()) << where;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << where;
           // The splits are summed in a fixed order: the same y, bit for bit,
-          // on a second call (whichever blocks finish first).
+          // on a second call (whichever blocks finish first), and with the
+          // ids and first weight copies read before the PDL wait.
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(&again).ok()) << where;
+          ASSERT_TRUE(fused(false, &again).ok()) << where;
           EXPECT_EQ(Down(again), Down(dy)) << where;
+          Tensor early = gpu_->Allocate(DType::kF32, {1, d});
+          ASSERT_TRUE(fused(true, &early).ok()) << where;
+          EXPECT_EQ(Down(early), Down(dy)) << where << " early copies";
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
@@ -391,6 +396,46 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
       }
     }
   }
+}
+
+// The fused MLP reads its ids before its PDL wait only where they are not
+// the output of the main stream's last op (CudaBackend::IdsSettled): right
+// after TopK wrote them they are read after the wait, and either way
+// GatherMlp computes the MLP of the ids TopK chose.
+TEST_F(SparseOpsTest, IdsAreReadEarlyOnlyOnceSettled) {
+  if (gpu_->context().info().major < 9) GTEST_SKIP() << "needs sm_90";
+  constexpr int64_t d = 1024, units = 2048, k = 300;
+  const Tensor x = Random({1, d}), w_up = Random({units, d}, DType::kF16),
+               w_t = Random({units, d}, DType::kF16),
+               b_up = Random({units}, DType::kF16),
+               b_down = Random({d}, DType::kF16), scores = Random({1, units});
+  const Tensor dx = Up(x), dw = Up(w_up), dwt = Up(w_t), db = Up(b_up),
+               dbd = Up(b_down), dscores = Up(scores);
+  Tensor ids = gpu_->Allocate(DType::kI32, {1, k});
+  EXPECT_TRUE(gpu_->IdsSettled(ids));
+  gpu_->TopK(dscores, k, &ids);
+  EXPECT_FALSE(gpu_->IdsSettled(ids));
+  ASSERT_GT(
+      gpu_->FusedMlpLaunch(dx, dw, nullptr, dwt, k, Activation::kRelu).splits,
+      0);
+  Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
+  Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
+  gpu_->GatherMlp(dx, dw, db, nullptr, nullptr, dwt, dbd, ids,
+                  Activation::kRelu, &dh, &dy);
+  // GatherMlp was the main stream's last op: TopK's ids are settled now.
+  EXPECT_TRUE(gpu_->IdsSettled(ids));
+  const std::vector<int32_t> chosen = DownI32(ids);
+  const Tensor host_ids = Tensor::FromI32(chosen, {1, k});
+  Tensor hidden = Tensor::Zeros(DType::kF32, {1, k});
+  Tensor ref = Tensor::Zeros(DType::kF32, {1, d});
+  cpu_.GatherMlp(x, w_up, b_up, nullptr, nullptr, w_t, b_down, host_ids,
+                 Activation::kRelu, &hidden, &ref);
+  EXPECT_LT(RelErr(Down(dy), ref.ToF32Vector()), 1e-5);
+  // Again with the ids settled (read before the wait): the same bits.
+  Tensor again = gpu_->Allocate(DType::kF32, {1, d});
+  gpu_->GatherMlp(dx, dw, db, nullptr, nullptr, dwt, dbd, ids,
+                  Activation::kRelu, &dh, &again);
+  EXPECT_EQ(Down(again), Down(dy));
 }
 
 // GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
@@ -667,25 +712,29 @@ std::vector<std::vector<float>> Decode(const ModelConfig& c,
   return DecodeWith(c, w, backend, **m, steps);
 }
 
-ModelConfig SmallConfig(bool llama) {
+// Hidden 512 and up (a multiple of 512) runs the fused sparse MLP.
+ModelConfig SmallConfig(bool llama, int64_t hidden = 128) {
   return llama ? LlamaConfigFromShape({.vocab_size = 97,
-                                       .hidden_size = 128,
-                                       .intermediate_size = 256,
+                                       .hidden_size = hidden,
+                                       .intermediate_size = 2 * hidden,
                                        .num_layers = 3,
                                        .num_heads = 8,
                                        .num_kv_heads = 4,
                                        .max_position_embeddings = 128})
                : OptConfigFromShape({.vocab_size = 97,
-                                     .hidden_size = 128,
-                                     .intermediate_size = 512,
+                                     .hidden_size = hidden,
+                                     .intermediate_size = 4 * hidden,
                                      .num_layers = 3,
                                      .num_heads = 4,
                                      .max_position_embeddings = 128});
 }
 
 TEST_F(SparseOpsTest, SparseDecodeEqualsMaskedWithGraphReplays) {
-  for (bool llama : {false, true}) {
-    const ModelConfig c = SmallConfig(llama);
+  for (const auto& [llama, hidden] : {std::pair<bool, int64_t>{false, 128},
+                                      {true, 128},
+                                      {false, 512},
+                                      {true, 512}}) {
+    const ModelConfig c = SmallConfig(llama, hidden);
     ModelWeights host = RandomWeights(c, 2);
     auto w = gpu_->UploadWeights(host);
     ASSERT_TRUE(w.ok());
@@ -694,12 +743,14 @@ TEST_F(SparseOpsTest, SparseDecodeEqualsMaskedWithGraphReplays) {
                                            "dense_first_heads=1"};
     std::vector<std::string> masked = base;
     masked.push_back("execution=masked");
+    const int64_t before = gpu_->graph_stats().replays;
     const auto a = Decode(c, *w, *gpu_, base, 40);
-    const int64_t replays = gpu_->graph_stats().replays;
-    EXPECT_GE(replays, 30) << "sparse decode steps did not replay";
+    EXPECT_GE(gpu_->graph_stats().replays - before, 30)
+        << "sparse decode steps did not replay";
     const auto b = Decode(c, *w, *gpu_, masked, 40);
     for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_LT(RelErr(a[i], b[i]), 1e-5) << "step " << i;
+      EXPECT_LT(RelErr(a[i], b[i]), 1e-5)
+          << "hidden " << hidden << " step " << i;
     }
     // And the CPU backend's sparse decode on the same weights (the
     // predictor's TopK may pick differently on near-ties: compare the
@@ -718,8 +769,11 @@ TEST_F(SparseOpsTest, SideWorkPredictorsMatchInLine) {
   options.side_work = false;
   auto in_line = CudaBackend::Create(options);
   ASSERT_TRUE(in_line.ok()) << in_line.status();
-  for (bool llama : {false, true}) {
-    const ModelConfig c = SmallConfig(llama);
+  for (const auto& [llama, hidden] : {std::pair<bool, int64_t>{false, 128},
+                                      {true, 128},
+                                      {false, 512},
+                                      {true, 512}}) {
+    const ModelConfig c = SmallConfig(llama, hidden);
     const ModelWeights host = RandomWeights(c, 4);
     auto w_side = gpu_->UploadWeights(host);
     auto w_line = (*in_line)->UploadWeights(host);
@@ -743,7 +797,8 @@ TEST_F(SparseOpsTest, SideWorkPredictorsMatchInLine) {
     const auto b = DecodeWith(c, *w_line, **in_line, *m_line, 40);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(a[i], b[i]) << (llama ? "llama" : "opt") << " step " << i;
+      EXPECT_EQ(a[i], b[i])
+          << (llama ? "llama" : "opt") << " hidden " << hidden << " step " << i;
     }
   }
 }

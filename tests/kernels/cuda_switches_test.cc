@@ -49,6 +49,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
       EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
+    if (t.name == "EARLY_MLP") EXPECT_FALSE(o.early_mlp_copies) << var;
     if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
     if (t.name == "TOP_COUNT_BINS") EXPECT_FALSE(o.top_count_bins) << var;
   }
