@@ -200,6 +200,10 @@ class CudaBackend : public Backend {
   bool IdsSettled(const Tensor& ids) const {
     return ids.raw_data() != main_indices_just_written_;
   }
+  // FusedSparseMlpLaunch::early_copies for a GatherMlp over `ids` now.
+  bool EarlyMlpCopies(const Tensor& ids) const {
+    return options_.early_mlp_copies && IdsSettled(ids);
+  }
   // The automatic choice takes clusters of 16 for a ReLU MLP (hidden >= 7168)
   // only while its splits hold at most this many units (FusedMlpLaunch).
   static constexpr int kReluCluster16MaxSplitUnits = 288;

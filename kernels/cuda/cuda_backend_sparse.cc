@@ -200,7 +200,7 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
                             Activation act, Tensor* hidden, Tensor* y) {
   FusedSparseMlpLaunch launch =
       FusedMlpLaunch(x, w_up, w_gate, w_down_t, ids.dim(1), act);
-  launch.early_copies = options_.early_mlp_copies && IdsSettled(ids);
+  launch.early_copies = EarlyMlpCopies(ids);
   const int splits = launch.splits;
   const FusedSparseMlpGrid& grid = launch.grid;
   if (splits == 0) {

@@ -179,8 +179,9 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
   const Tensor x = Device(b, DType::kF32, {1, d});
   const Activation act = sh.gated ? Activation::kSilu : Activation::kRelu;
   // The grid GatherMlp runs (cluster 0 where the kernel does not apply).
-  const FusedSparseMlpLaunch launch = b.FusedMlpLaunch(
+  FusedSparseMlpLaunch launch = b.FusedMlpLaunch(
       x, c[0].w_up, sh.gated ? &c[0].w_gate : nullptr, c[0].w_down_t, k, act);
+  launch.early_copies = b.EarlyMlpCopies(c[0].ids);  // As GatherMlp runs it.
   Tensor h = b.Allocate(DType::kF32, {1, k});
   Tensor y = b.Allocate(DType::kF32, {1, d});
   Tensor up = b.Allocate(DType::kF32, {2 * inter});
