@@ -10,7 +10,7 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   nvidia-smi -L
   exit 0
 fi
-export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench"
+export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench dynsparse_cupti_trace"
 RUN_LIST=results/bench/run163_list.txt RUN_NCU=0 \
   RUN_CTEST="-R NoTestHasThisName" bash results/bench/device_run.sh
 KT_LIST=results/bench/run163_trace.txt bash results/profile/kernel_time.sh \
