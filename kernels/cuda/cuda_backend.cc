@@ -121,6 +121,7 @@ std::string CudaBackend::name() const {
           ? ", unfused attention"
           : "",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
+      ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",

@@ -48,6 +48,7 @@ constexpr OnOff kOnOff[] = {
     {"EARLY_MLP", &Options::early_mlp_copies},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
+    {"STORE_PREFETCH", nullptr},
     {"GEMV_BOUNDS", nullptr},
 };
 

@@ -127,6 +127,10 @@ class DeviceContext {
   // off).
   bool gemv_early_loads() const { return early_loads_; }
   void set_gemv_early_loads(bool on) { early_loads_ = on; }
+  // ... and asks L2 for its stores' bias, LayerNorm row sums and old y
+  // before its weight loads (DYNSPARSE_CUDA_STORE_PREFETCH=0 turns it off).
+  bool gemv_prefetch_store() const { return prefetch_store_; }
+  void set_gemv_prefetch_store(bool on) { prefetch_store_ = on; }
   // The one-row CUDA-core GEMVs are built to fit one more block an SM
   // (gemv_kernels.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it
   // off).
@@ -148,6 +152,7 @@ class DeviceContext {
   size_t workspace_bytes_ = 0;
   bool pdl_ = false;
   bool early_loads_ = true;
+  bool prefetch_store_ = true;
   bool occupancy_bounds_ = true;
 };
 

@@ -352,6 +352,7 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
+  args.prefetch_store_inputs = ctx.gemv_prefetch_store();
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);

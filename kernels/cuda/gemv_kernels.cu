@@ -124,6 +124,29 @@ __device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
   return row < a.act_from_row ? v : ActByCode(a.act, v);
 }
 
+// Asks L2 for what the store of `row` (batch b) reads besides its sum: the
+// bias, LayerNorm's row sum and an accumulating store's old y. By the time
+// a block stores, the weight stream has pushed those lines out of L2, so
+// its epilogue would wait on HBM after its reduction; a prefetch issued
+// before the block's weight loads returns no data (no register held
+// through the loop) and needs no PDL ordering (L2 is the point of
+// coherence: a later write of y by the previous kernel lands there).
+// `old_y`: the store may accumulate (a pair's product never does).
+__device__ __forceinline__ void PrefetchStoreInputs(const GemvArgs& a, int b,
+                                                    int64_t row, bool old_y) {
+  auto prefetch = [](const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+  };
+  if (a.bias != nullptr && a.bias_kind != FloatKind::kNone) {
+    const int bytes = a.bias_kind == FloatKind::kF32 ? 4 : 2;
+    prefetch(static_cast<const char*>(a.bias) + row * bytes);
+  }
+  if (a.norm_weight != nullptr && a.norm_row_sums != nullptr) {
+    prefetch(a.norm_row_sums + row);
+  }
+  if (old_y && a.accumulate) prefetch(a.y + b * a.out + row);
+}
+
 // Writes one finished dot product: to y (+ bias) or, when K is split across
 // blocks, to this split's slice of the partials.
 __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
@@ -253,6 +276,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       static_cast<int64_t>(blockIdx.x) * groups_per_block + wr;
   const int64_t row0 = kPairs ? group_id : group_id * R;
   const int64_t live_rows = kPairs ? a.out / 2 : a.out;
+  // The thread that stores a value at the end (the epilogue below: lane i
+  // of a one-warp row group stores its value i, else thread t the block's
+  // value t; a pair is stored by one thread) prefetches what that store
+  // reads.
+  if (a.prefetch_store_inputs && gridDim.y == 1) {
+    constexpr int kValues = kPairs ? 1 : R * B;  // A row group's stores.
+    const int t = wpr == 1 ? lane : threadIdx.x;
+    if (t < (wpr == 1 ? 1 : groups_per_block) * kValues) {
+      const int64_t group =
+          wpr == 1 ? group_id
+                   : static_cast<int64_t>(blockIdx.x) * groups_per_block +
+                         t / kValues;
+      const int i = t % kValues;
+      const int64_t row = kPairs ? group : group * R + i / B;
+      if (row < live_rows) {
+        PrefetchStoreInputs(a, i % B, row, !kPairs);
+        if constexpr (kPairs) {
+          PrefetchStoreInputs(a, 0, live_rows + row, false);
+        }
+      }
+    }
+  }
   const int64_t chunks = a.in / kVec;
   const int64_t chunk_begin = blockIdx.y * a.chunks_per_split;
   const int64_t chunk_end = min(chunks, chunk_begin + a.chunks_per_split);

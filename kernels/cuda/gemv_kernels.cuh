@@ -49,6 +49,9 @@ struct GemvArgs {
   int act;               // -1, or an Activation applied to y (+ bias)
   int64_t act_from_row;  // ... in rows >= this one only.
   bool early_loads;      // Weight loads before PdlWait (vector kernel).
+  // The vector kernel asks L2 for its stores' bias, LayerNorm row sums and
+  // old y before its weight loads (DeviceContext::gemv_prefetch_store).
+  bool prefetch_store_inputs;
   int batch;
   int64_t out;
   int64_t in;
