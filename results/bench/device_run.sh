@@ -7,8 +7,10 @@
 # decode steps (results/profile/ncu_dejavu.sh) into $OUT/ncu_dejavu.tgz;
 # RUN_TRACE=list records the kernel timelines of the list's decode steps
 # (results/profile/trace_decode.sh) into $OUT/trace.tgz; RUN_KERNEL_BENCH=regex
-# runs the kernel benchmarks it matches (cuda_bench.json, cuda_bench.log).
-# Everything lands in $OUT (at most 8 files come back).
+# runs the kernel benchmarks it matches (cuda_bench.json, cuda_bench.log);
+# RUN_PACK_LOGS=1 packs the build, parity, ctest and ptxas logs into
+# $OUT/logs.tgz at the end. Everything lands in $OUT (at most 8 files come
+# back).
 set -uo pipefail
 export DYNSPARSE_GIT_SHA="${DYNSPARSE_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}"
 sanitize=()
@@ -31,5 +33,9 @@ if [[ "${RUN_NCU:-0}" == 1 ]]; then
 fi
 if [[ -n "${RUN_TRACE:-}" ]]; then
   TRACE_LIST="$RUN_TRACE" bash results/profile/trace_decode.sh >>"$OUT/run.log" 2>&1
+fi
+if [[ "${RUN_PACK_LOGS:-0}" == 1 ]]; then
+  (cd "$OUT" && tar czf logs.tgz build.log parity.log ctest.log ptxas_gemv.txt \
+    2>/dev/null; rm -f build.log parity.log ctest.log ptxas_gemv.txt)
 fi
 exit 0

@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
 # Run 163 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root, on an H200 only (elsewhere it prints the card and stops):
-# issue 7 item 3 at 8k (run163_list.txt), the kernel tables of late 8k
-# decode steps, keys=cached against dense (run163_trace.txt), then the sparse
-# MLP benchmark on OPT-66B at the automatic cluster size, 8 and 12 (issue 6
-# item 3: which size this machine runs fastest with the early copies).
+# the list $RUN163_LIST (default run163_list.txt: issue 7 item 3 at 8k), then
+# run163_tables.sh (the kernel tables of late 8k steps, the OPT-66B sparse
+# MLP's cluster sizes). No tests.
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200, skipped:"
   nvidia-smi -L
   exit 0
 fi
-export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench dynsparse_cupti_trace"
-RUN_LIST=results/bench/run163_list.txt RUN_NCU=0 \
-  RUN_CTEST="-R NoTestHasThisName" bash results/bench/device_run.sh
-KT_LIST=results/bench/run163_trace.txt bash results/profile/kernel_time.sh \
-  >>"$OUT/run.log" 2>&1
-bash results/bench/sparse_mlp_ab.sh 1 "0 8 12" OPT-66B
-cd "$OUT" && tar czf logs.tgz build.log parity.log ctest.log 2>/dev/null
-rm -f build.log parity.log ctest.log ptxas_gemv.txt
+export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
+dynsparse_cupti_trace"
+RUN_LIST="${RUN163_LIST:-results/bench/run163_list.txt}" RUN_NCU=0 \
+  RUN_PACK_LOGS=1 RUN_CTEST="-R NoTestHasThisName" \
+  bash results/bench/device_run.sh
+bash results/bench/run163_tables.sh
 exit 0
