@@ -49,7 +49,6 @@ constexpr OnOff kOnOff[] = {
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"STORE_PREFETCH", nullptr},
-    {"MMA_PREFETCH", nullptr},
     {"GEMV_BOUNDS", nullptr},
 };
 

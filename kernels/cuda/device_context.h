@@ -131,11 +131,6 @@ class DeviceContext {
   // before its weight loads (DYNSPARSE_CUDA_STORE_PREFETCH=0 turns it off).
   bool gemv_prefetch_store() const { return prefetch_store_; }
   void set_gemv_prefetch_store(bool on) { prefetch_store_ = on; }
-  // The tensor-core GEMV (batch 3-7) asks L2 for its first step's weights
-  // before waiting for the previous kernel (DYNSPARSE_CUDA_MMA_PREFETCH=0
-  // turns it off).
-  bool gemv_mma_prefetch() const { return mma_prefetch_; }
-  void set_gemv_mma_prefetch(bool on) { mma_prefetch_ = on; }
   // The one-row CUDA-core GEMVs are built to fit one more block an SM
   // (gemv_kernels.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it
   // off).
@@ -158,7 +153,6 @@ class DeviceContext {
   bool pdl_ = false;
   bool early_loads_ = true;
   bool prefetch_store_ = true;
-  bool mma_prefetch_ = true;
   bool occupancy_bounds_ = true;
 };
 

@@ -353,7 +353,6 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.accumulate = options.accumulate;
   args.early_loads = ctx.gemv_early_loads();
   args.prefetch_store_inputs = ctx.gemv_prefetch_store();
-  args.mma_prefetch = ctx.gemv_mma_prefetch();
   args.batch = static_cast<int>(batch);
   args.out = out;
   args.in = w.dim(1);

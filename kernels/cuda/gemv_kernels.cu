@@ -505,6 +505,7 @@ struct MmaOps<__half> {
 // registers): the kernel is latency-bound and occupancy wins.
 template <typename T, int B>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
+  PdlWait();
   using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
   const int lane = threadIdx.x & 31;
@@ -526,27 +527,6 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
 
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   constexpr int64_t kStep = int64_t{kMmaWarps} * kMmaUnitChunks;
-  // The first step's weights are asked of L2 before PdlWait, so they arrive
-  // while the previous kernel finishes (weights are never written during a
-  // step). A prefetch, not the loads themselves as in the CUDA-core kernel:
-  // loads before the wait split the loop and took 48 -> 70 registers.
-  // Lane t == 0 of each row pair asks for the 128-byte line its unit's four
-  // lanes read. Not at batch 8, whose build fits 6 blocks an SM at 40
-  // registers only without it (52 with it).
-  if (B < 8 && a.mma_prefetch && t == 0) {
-    auto prefetch = [](const void* p) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-    };
-#pragma unroll
-    for (int uu = 0; uu < kMmaU; ++uu) {
-      const int64_t chunk = chunk_begin + warp * kMmaUnitChunks + uu * kStep;
-      if (chunk < chunk_end) {
-        prefetch(w_lo + chunk);
-        prefetch(w_hi + chunk);
-      }
-    }
-  }
-  PdlWait();
   // The loop bounds depend on the warp only: every lane reaches each mma.
   for (int64_t u0 = chunk_begin + warp * kMmaUnitChunks; u0 < chunk_end;
        u0 += kStep * kMmaU) {

@@ -52,9 +52,6 @@ struct GemvArgs {
   // The vector kernel asks L2 for its stores' bias, LayerNorm row sums and
   // old y before its weight loads (DeviceContext::gemv_prefetch_store).
   bool prefetch_store_inputs;
-  // The tensor-core kernel asks L2 for its first step's weights before its
-  // PDL wait (DeviceContext::gemv_mma_prefetch).
-  bool mma_prefetch;
   int batch;
   int64_t out;
   int64_t in;
