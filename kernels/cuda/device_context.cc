@@ -144,6 +144,8 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   ctx->set_gemv_early_loads(early == nullptr || std::string(early) != "0");
   const char* store = std::getenv("DYNSPARSE_CUDA_STORE_PREFETCH");
   ctx->set_gemv_prefetch_store(store == nullptr || std::string(store) != "0");
+  const char* waves = std::getenv("DYNSPARSE_CUDA_WAVE_SPLITS");
+  ctx->set_gemv_wave_splits(waves != nullptr && std::string(waves) == "1");
   const char* bounds = std::getenv("DYNSPARSE_CUDA_GEMV_BOUNDS");
   ctx->set_gemv_occupancy_bounds(bounds == nullptr ||
                                  std::string(bounds) != "0");
