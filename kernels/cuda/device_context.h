@@ -132,7 +132,7 @@ class DeviceContext {
   bool gemv_prefetch_store() const { return prefetch_store_; }
   void set_gemv_prefetch_store(bool on) { prefetch_store_ = on; }
   // The tensor-core GEMV (batch 3-8) splits K so that its grid's last wave
-  // fills (gemv.cu WaveFillingSplits; DYNSPARSE_CUDA_WAVE_SPLITS=1 turns it
+  // fills (gemv_split_plan.h; DYNSPARSE_CUDA_WAVE_SPLITS=1 turns it
   // on).
   bool gemv_wave_splits() const { return wave_splits_; }
   void set_gemv_wave_splits(bool on) { wave_splits_ = on; }

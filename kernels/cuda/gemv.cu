@@ -3,7 +3,6 @@
 // operand checks, and the launch. The kernels and why they look as they do:
 // gemv_kernels.cu.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -14,6 +13,7 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/gemv_kernels.cuh"
+#include "kernels/cuda/gemv_split_plan.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -121,30 +121,6 @@ std::string GemvPlan::DebugString() const {
 }
 
 namespace {
-
-// K splits (1 .. max_splits) for a tensor-core grid of `blocks` row groups
-// whose last wave fills best: a tensor-core block lives one pass over its
-// share of K, so a grid of 1.16 waves (Llama-2-7B's q/k/v at batch 3-7:
-// 768 blocks, 660 resident) runs its last 108 blocks nearly alone, as
-// long as the first wave took. The smallest count whose waves fill at
-// least 90% of their last one, else the best filled; every split after the
-// first costs the partial sums' reduce launch.
-int64_t WaveFillingSplits(int64_t blocks, int64_t resident,
-                          int64_t max_splits) {
-  int64_t best = 1;
-  double best_fill = 0.0;
-  for (int64_t s = 1; s <= std::min<int64_t>(max_splits, 8); ++s) {
-    const double waves =
-        static_cast<double>(blocks * s) / static_cast<double>(resident);
-    const double fill = waves / std::ceil(waves);
-    if (fill >= 0.9) return s;
-    if (fill > best_fill + 1e-9) {
-      best = s;
-      best_fill = fill;
-    }
-  }
-  return best;
-}
 
 // PlanGemv for the kernel LaunchedKernel picks (`gate` as there).
 absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
