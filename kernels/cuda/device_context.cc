@@ -9,6 +9,17 @@
 #include "core/status_macros.h"
 
 namespace dynsparse::cuda {
+namespace {
+
+// A context switch read from the environment, as cuda_switches.h validates
+// them: "0" turns an on-by-default switch off, "1" an off-by-default one on.
+bool SwitchOn(const char* name, bool by_default) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return by_default;
+  return by_default ? std::string(value) != "0" : std::string(value) == "1";
+}
+
+}  // namespace
 
 absl::Status CudaErrorToStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
@@ -138,17 +149,11 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
       static_cast<int64_t>(prop.sharedMemPerMultiprocessor);
   info.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
   info.registers_per_sm = prop.regsPerMultiprocessor;
-  const char* pdl = std::getenv("DYNSPARSE_CUDA_PDL");
-  ctx->set_programmatic_launch(pdl == nullptr || std::string(pdl) != "0");
-  const char* early = std::getenv("DYNSPARSE_CUDA_EARLY_LOADS");
-  ctx->set_gemv_early_loads(early == nullptr || std::string(early) != "0");
-  const char* store = std::getenv("DYNSPARSE_CUDA_STORE_PREFETCH");
-  ctx->set_gemv_prefetch_store(store == nullptr || std::string(store) != "0");
-  const char* waves = std::getenv("DYNSPARSE_CUDA_WAVE_SPLITS");
-  ctx->set_gemv_wave_splits(waves != nullptr && std::string(waves) == "1");
-  const char* bounds = std::getenv("DYNSPARSE_CUDA_GEMV_BOUNDS");
-  ctx->set_gemv_occupancy_bounds(bounds == nullptr ||
-                                 std::string(bounds) != "0");
+  ctx->set_programmatic_launch(SwitchOn("DYNSPARSE_CUDA_PDL", true));
+  ctx->set_gemv_early_loads(SwitchOn("DYNSPARSE_CUDA_EARLY_LOADS", true));
+  ctx->set_gemv_prefetch_store(SwitchOn("DYNSPARSE_CUDA_STORE_PREFETCH", true));
+  ctx->set_gemv_wave_splits(SwitchOn("DYNSPARSE_CUDA_WAVE_SPLITS", false));
+  ctx->set_gemv_occupancy_bounds(SwitchOn("DYNSPARSE_CUDA_GEMV_BOUNDS", true));
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
