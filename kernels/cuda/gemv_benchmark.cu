@@ -219,6 +219,16 @@ void Register(Env* env) {
            forced(GemvPath::kTensorCore, 0, 0)});
     }
   }
+  // A Llama-2-7B layer's decode GEMVs as the model runs them at batch 3-8
+  // (q/k/v fused, o, up/gate fused, down): the tensor-core path, whose
+  // kernel DYNSPARSE_CUDA_GEMV_STAGES picks.
+  for (const OutIn& s : std::vector<OutIn>{
+           {12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}}) {
+    for (int64_t batch : {3, 4, 8}) {
+      add(absl::StrFormat("gemv_llama/f16/%dx%d/b%d", s.out, s.in, batch),
+          {s.out, s.in, batch, DType::kF16, {}});
+    }
+  }
   // Small-out shapes where the K split matters (GQA k/v projections, a
   // router-sized output).
   for (const OutIn& s :
