@@ -124,9 +124,6 @@ std::string CudaBackend::name() const {
       ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
       ctx_->gemv_wave_splits() ? ", wave-filling GEMV splits" : "",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
-      ctx_->gemv_mma_stages() > 0
-          ? absl::StrCat(", ", ctx_->gemv_mma_stages(), "-stage MMA GEMV")
-          : std::string(),
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",

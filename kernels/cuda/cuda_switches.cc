@@ -56,7 +56,7 @@ constexpr OnOff kOnOff[] = {
 // A whole number, at least `min`, or one of `choices` when given.
 struct Number {
   absl::string_view name;
-  int64_t Options::*field;  // nullptr: read where it applies.
+  int64_t Options::*field;
   int64_t min;
   absl::string_view choices;  // '|'-separated; empty: any value >= min.
 };
@@ -78,9 +78,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // The tensor-core GEMV's shared-memory ring depth (0: registers); read
-    // by DeviceContext.
-    {"GEMV_STAGES", nullptr, 0, "0|3|4|6"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built
@@ -140,7 +137,7 @@ absl::Status ApplyOne(absl::string_view name, absl::string_view value,
                           ? absl::StrCat("a whole number >= ", s.min)
                           : absl::StrCat("one of ", s.choices));
     }
-    if (s.field != nullptr) options->*s.field = n;
+    options->*s.field = n;
     return absl::OkStatus();
   }
   if (name == "FLASH_CONFIG") {

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
@@ -18,14 +17,6 @@ bool SwitchOn(const char* name, bool by_default) {
   const char* value = std::getenv(name);
   if (value == nullptr) return by_default;
   return by_default ? std::string(value) != "0" : std::string(value) == "1";
-}
-
-// A number switch (validated by cuda_switches.h); `by_default` when unset or
-// not a number.
-int NumberOr(const char* name, int by_default) {
-  const char* value = std::getenv(name);
-  int n = 0;
-  return value != nullptr && absl::SimpleAtoi(value, &n) ? n : by_default;
 }
 
 }  // namespace
@@ -163,7 +154,6 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   ctx->set_gemv_prefetch_store(SwitchOn("DYNSPARSE_CUDA_STORE_PREFETCH", true));
   ctx->set_gemv_wave_splits(SwitchOn("DYNSPARSE_CUDA_WAVE_SPLITS", false));
   ctx->set_gemv_occupancy_bounds(SwitchOn("DYNSPARSE_CUDA_GEMV_BOUNDS", true));
-  ctx->set_gemv_mma_stages(NumberOr("DYNSPARSE_CUDA_GEMV_STAGES", 0));
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));

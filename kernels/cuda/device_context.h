@@ -141,12 +141,6 @@ class DeviceContext {
   // off).
   bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
   void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
-  // The tensor-core GEMV (batch 3-8) stages its weights through a per-warp
-  // shared-memory ring this deep (3, 4 or 6; 0: the register kernel), so
-  // loads stay in flight while it computes (gemv_kernels.cu,
-  // GemvMmaStagedKernel; DYNSPARSE_CUDA_GEMV_STAGES picks it).
-  int gemv_mma_stages() const { return mma_stages_; }
-  void set_gemv_mma_stages(int stages) { mma_stages_ = stages; }
 
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
@@ -166,7 +160,6 @@ class DeviceContext {
   bool prefetch_store_ = true;
   bool wave_splits_ = false;
   bool occupancy_bounds_ = true;
-  int mma_stages_ = 0;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

@@ -21,7 +21,6 @@ namespace {
 using gemv_internal::GemvArgs;
 using gemv_internal::KernelFn;
 using gemv_internal::kMmaRows;
-using gemv_internal::SmemFor;
 using gemv_internal::kMmaSplitChunks;
 using gemv_internal::kMmaWarps;
 using gemv_internal::kVec;
@@ -30,55 +29,33 @@ using gemv_internal::RowsPerWarp;
 using gemv_internal::ThreadsFor;
 using gemv_internal::UnrollFor;
 
-// Resident blocks per SM of `kernel` at `threads` and `smem` bytes of
-// dynamic shared memory, asked of the driver once per (device, kernel,
-// threads, smem): PlanGemv runs before every eager GEMV, and the query was
-// 2-3 us of host time each (h200_run76's API trace). The first ask also
-// lets the kernel have `smem` bytes (above 48 KiB a kernel must opt in).
+// Resident blocks per SM of `kernel` at `threads`, asked of the driver once
+// per (device, kernel, threads): PlanGemv runs before every eager GEMV, and
+// the query was 2-3 us of host time each (h200_run76's API trace).
 absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
-                                int threads, size_t smem) {
-  using Key = std::tuple<int, KernelFn, int, size_t>;
+                                int threads) {
+  using Key = std::tuple<int, KernelFn, int>;
   static std::mutex mu;
   static auto* known = new std::map<Key, int>();  // never destroyed
-  const Key key{ctx.device(), kernel, threads, smem};
+  const Key key{ctx.device(), kernel, threads};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = known->find(key); it != known->end()) return it->second;
   }
-  if (smem > 0) {
-    RETURN_IF_ERROR(ctx.Activate());
-    DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smem)));
-  }
   int blocks = 0;
   DS_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernel, threads, smem));
+      &blocks, kernel, threads, 0));
   std::lock_guard<std::mutex> lock(mu);
   known->emplace(key, blocks);
   return blocks;
 }
 
-// The kernel a launch with these options runs; `gate` and `mma_stages` as
-// in gemv_internal::LaunchedKernel.
+// The kernel a launch with these options runs; `gate` as in LaunchedKernel.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
-                        const std::optional<Activation>* gate,
-                        int mma_stages) {
+                        const std::optional<Activation>* gate) {
   return gemv_internal::LaunchedKernel(dtype, batch, path, norm, pairs, gate,
-                                       ctx.gemv_occupancy_bounds(), mma_stages);
-}
-
-// The tensor-core kernel's ring depth for ctx: its switch, or the register
-// kernel (0) when the ring would not fit a block's shared memory.
-int MmaStagesFor(const DeviceContext& ctx) {
-  const int stages = ctx.gemv_mma_stages();
-  if (!gemv_internal::IsMmaStages(stages)) return 0;
-  const size_t smem = gemv_internal::MmaStagedSmemBytes(stages) +
-                      sizeof(float) * kMmaWarps * kMmaRows * 8;
-  return static_cast<int64_t>(smem) <= ctx.info().shared_memory_per_block_optin
-             ? stages
-             : 0;
+                                       ctx.gemv_occupancy_bounds());
 }
 
 bool IsFloating(DType dtype) {
@@ -140,9 +117,7 @@ std::string GemvPlan::DebugString() const {
   return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
                       " blocks=", grid_blocks,
-                      " resident_warps=", resident_warps,
-                      mma_stages > 0 ? absl::StrCat(" stages=", mma_stages)
-                                     : std::string());
+                      " resident_warps=", resident_warps);
 }
 
 namespace {
@@ -199,17 +174,14 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         absl::StrCat("gated pairs need [w_up; w_gate] (even rows, got ", out,
                      "), an activation from row out / 2 and no accumulate"));
   }
-  plan.mma_stages =
-      plan.path == GemvPath::kTensorCore ? MmaStagesFor(ctx) : 0;
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), batch, plan.path, options.norm.has_value(),
-                     options.gated_pairs, gate, plan.mma_stages);
+                     options.gated_pairs, gate);
   if (kernel == nullptr) {
     return absl::InternalError("no GEMV kernel for this dtype and batch");
   }
   const int threads = ThreadsFor(plan.path);
-  absl::StatusOr<int> blocks_per_sm = BlocksPerSm(
-      ctx, kernel, threads, SmemFor(plan.path, plan.mma_stages));
+  absl::StatusOr<int> blocks_per_sm = BlocksPerSm(ctx, kernel, threads);
   if (!blocks_per_sm.ok()) return blocks_per_sm.status();
   const int64_t resident_blocks =
       int64_t{std::max(1, *blocks_per_sm)} * ctx.sm_count();
@@ -403,8 +375,7 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   const dim3 grid(static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(plan.k_splits));
   LaunchKernel(ctx.programmatic_launch(), kernel, grid,
-               dim3(ThreadsFor(plan.path)),
-               SmemFor(plan.path, plan.mma_stages), ctx.stream(), args);
+               dim3(ThreadsFor(plan.path)), 0, ctx.stream(), args);
   RETURN_IF_ERROR(LastLaunchStatus(GemvPathName(plan.path)));
   if (plan.k_splits > 1) {
     RETURN_IF_ERROR(
@@ -433,10 +404,9 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  const KernelFn kernel = LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
-                                         options.norm.has_value(),
-                                         options.gated_pairs, nullptr,
-                                         plan.mma_stages);
+  const KernelFn kernel =
+      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
+                     options.norm.has_value(), options.gated_pairs, nullptr);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 
@@ -465,7 +435,7 @@ absl::Status GatedGemv(DeviceContext& ctx, std::optional<Activation> activation,
   options.path = GemvPath::kCudaCore;
   options.accumulate = accumulate;
   const KernelFn kernel = LaunchedKernel(ctx, w.dtype(), 1, GemvPath::kCudaCore,
-                                         false, false, &activation, 0);
+                                         false, false, &activation);
   if (kernel == nullptr) {
     return absl::InvalidArgumentError("GatedGemv: unknown activation");
   }

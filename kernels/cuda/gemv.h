@@ -49,9 +49,6 @@ struct GemvPlan {
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
-  // kTensorCore: the depth of the shared-memory ring its weights go through
-  // (DeviceContext::gemv_mma_stages), 0 for the register kernel.
-  int mma_stages = 0;
 
   std::string DebugString() const;
 };

@@ -219,9 +219,9 @@ void Register(Env* env) {
            forced(GemvPath::kTensorCore, 0, 0)});
     }
   }
-  // A Llama-2-7B layer's decode GEMVs as the model runs them at batch 3-8
-  // (q/k/v fused, o, up/gate fused, down): the tensor-core path, whose
-  // kernel DYNSPARSE_CUDA_GEMV_STAGES picks.
+  // A Llama-2-7B layer's decode GEMV shapes (q/k/v and up/gate as one
+  // weight each, as batch 1 runs them; o; down) at batch 3-8: the
+  // tensor-core path.
   for (const OutIn& s : std::vector<OutIn>{
            {12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}}) {
     for (int64_t batch : {3, 4, 8}) {

@@ -53,7 +53,6 @@
 #include <utility>
 
 #include "kernels/cuda/act.cuh"
-#include "kernels/cuda/cp_async.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv_kernels.cuh"
 
@@ -491,72 +490,13 @@ struct MmaOps<__half> {
   }
 };
 
-// One 8-element chunk of a unit into the accumulator: x of batch row g at
-// `chunk` (zeros when !use_x) split into hi + lo of T, and words (k, k+1),
-// (k+2, k+3) of rows g (r0) and g + 8 (r8) against K slots {2t, 2t+1},
-// {2t+8, 2t+9} of one mma, words (k+4, k+5), (k+6, k+7) of a second.
-template <typename T>
-__device__ __forceinline__ void MmaChunk(float (&c)[4], const uint4& r0,
-                                         const uint4& r8, const float4* x4,
-                                         int64_t chunk, bool use_x) {
-  using Ops = MmaOps<T>;
-  float xs[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  if (use_x) {
-    const float4 p = __ldg(x4 + 2 * chunk);
-    const float4 q = __ldg(x4 + 2 * chunk + 1);
-    xs[0] = p.x;
-    xs[1] = p.y;
-    xs[2] = p.z;
-    xs[3] = p.w;
-    xs[4] = q.x;
-    xs[5] = q.y;
-    xs[6] = q.z;
-    xs[7] = q.w;
-  }
-  uint32_t hi[4], lo[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float h0 = Ops::Round(xs[2 * i]);
-    const float h1 = Ops::Round(xs[2 * i + 1]);
-    hi[i] = Ops::Pack(h0, h1);
-    lo[i] = Ops::Pack(xs[2 * i] - h0, xs[2 * i + 1] - h1);
-  }
-  Ops::Mma(c, r0.x, r8.x, r0.y, r8.y, hi[0], hi[1]);
-  Ops::Mma(c, r0.x, r8.x, r0.y, r8.y, lo[0], lo[1]);
-  Ops::Mma(c, r0.z, r8.z, r0.w, r8.w, hi[2], hi[3]);
-  Ops::Mma(c, r0.z, r8.z, r0.w, r8.w, lo[2], lo[3]);
-}
-
-// The end of both tensor-core kernels: the 8 warps' fragments summed through
-// shared memory in warp order, then stored (or written as a split partial).
-template <int B>
-__device__ __forceinline__ void MmaStore(
-    const GemvArgs& a, const float (&c)[4], int64_t row0,
-    float (&partial_sums)[kMmaWarps][kMmaRows * 8]) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  partial_sums[warp][g * 8 + 2 * t] = c[0];
-  partial_sums[warp][g * 8 + 2 * t + 1] = c[1];
-  partial_sums[warp][(g + 8) * 8 + 2 * t] = c[2];
-  partial_sums[warp][(g + 8) * 8 + 2 * t + 1] = c[3];
-  __syncthreads();
-  if (threadIdx.x < kMmaRows * 8) {
-    const int r = threadIdx.x / 8;
-    const int b = threadIdx.x % 8;
-    float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kMmaWarps; ++w) sum += partial_sums[w][threadIdx.x];
-    if (b < B && row0 + r < a.out) StoreResult(a, B, b, row0 + r, sum);
-  }
-}
-
 // Block = 8 warps on one 16-row group; warp w takes units w, w + 8, ... of
 // this K split. Lane (g = lane / 4, t = lane % 4) loads, per unit, kMmaV
 // adjacent 16-byte chunks of rows g and g + 8 at chunk u + t * kMmaV + v, and
-// x of batch row g (zeros for g >= B) at the same K positions (MmaChunk).
-// Accumulator c[0..3] = (row g, batch 2t), (g, 2t+1), (g+8, 2t),
+// x of batch row g (zeros for g >= B) at the same K positions. For each chunk
+// the words (k, k+1), (k+2, k+3) fill the K slots {2t, 2t+1}, {2t+8, 2t+9} of
+// one mma and words (k+4, k+5), (k+6, k+7) those of a second one, for A and
+// B alike. Accumulator c[0..3] = (row g, batch 2t), (g, 2t+1), (g+8, 2t),
 // (g+8, 2t+1).
 // Measured on an H200 (gemv_benchmark sweeps, 2026-11-30): this form (all
 // loads of kMmaU units issued, then used; 40-48 registers, so up to 48 warps
@@ -566,6 +506,7 @@ __device__ __forceinline__ void MmaStore(
 template <typename T, int B>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
   PdlWait();
+  using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -607,93 +548,50 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
 #pragma unroll
       for (int v = 0; v < kMmaV; ++v) {
         const int64_t chunk = u0 + uu * kStep + t * kMmaV + v;
-        MmaChunk<T>(c, wv[uu][v][0], wv[uu][v][1], x4, chunk,
-                    has_x && chunk < chunk_end);
+        float xs[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        if (has_x && chunk < chunk_end) {
+          const float4 p = __ldg(x4 + 2 * chunk);
+          const float4 q = __ldg(x4 + 2 * chunk + 1);
+          xs[0] = p.x;
+          xs[1] = p.y;
+          xs[2] = p.z;
+          xs[3] = p.w;
+          xs[4] = q.x;
+          xs[5] = q.y;
+          xs[6] = q.z;
+          xs[7] = q.w;
+        }
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float h0 = Ops::Round(xs[2 * i]);
+          const float h1 = Ops::Round(xs[2 * i + 1]);
+          hi[i] = Ops::Pack(h0, h1);
+          lo[i] = Ops::Pack(xs[2 * i] - h0, xs[2 * i + 1] - h1);
+        }
+        const uint4& r0 = wv[uu][v][0];  // Row g.
+        const uint4& r8 = wv[uu][v][1];  // Row g + 8.
+        Ops::Mma(c, r0.x, r8.x, r0.y, r8.y, hi[0], hi[1]);
+        Ops::Mma(c, r0.x, r8.x, r0.y, r8.y, lo[0], lo[1]);
+        Ops::Mma(c, r0.z, r8.z, r0.w, r8.w, hi[2], hi[3]);
+        Ops::Mma(c, r0.z, r8.z, r0.w, r8.w, lo[2], lo[3]);
       }
     }
   }
-  MmaStore<B>(a, c, row0, partial_sums);
-}
 
-// The tensor-core GEMV with its weights staged through shared memory: the
-// same units, lanes and mma as GemvMmaKernel (so the same bits), but each
-// lane cp.async-copies its unit's 4 x 16 bytes into its own slots of a
-// kStages-deep ring per warp and reads back only those, so no barrier is
-// needed and kStages - 1 units a warp stay in flight while it computes,
-// without holding them in registers (GemvMmaKernel's loads are all used
-// before the next round is issued: one memory round trip per round). The
-// first kStages - 1 units are issued before the PDL wait when
-// a.early_loads: weights never depend on the previous kernel.
-// Dynamic shared memory: MmaStagedSmemBytes(kStages).
-template <typename T, int B, int kStages>
-__global__ void __launch_bounds__(kMmaThreads)
-    GemvMmaStagedKernel(const GemvArgs a) {
-  extern __shared__ uint4 ring[];  // [warp][stage][slot 0..3][lane]
-  __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
-  if (!a.early_loads) PdlWait();
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kMmaRows;
-  const int64_t chunks = a.in / kVec;
-  const int64_t chunk_begin = blockIdx.y * a.chunks_per_split;
-  const int64_t chunk_end = min(chunks, chunk_begin + a.chunks_per_split);
-  const uint4* w_lo =
-      static_cast<const uint4*>(a.w) + min(row0 + g, a.out - 1) * chunks;
-  const uint4* w_hi =
-      static_cast<const uint4*>(a.w) + min(row0 + g + 8, a.out - 1) * chunks;
-  const bool has_x = g < B;
-  const float4* x4 =
-      reinterpret_cast<const float4*>(a.x) + (has_x ? g : 0) * (a.in / 4);
-
-  constexpr int64_t kStep = int64_t{kMmaWarps} * kMmaUnitChunks;
-  constexpr int kSlots = 2 * kMmaV;  // Rows g and g + 8 of each chunk.
-  uint4* const own = ring + warp * kStages * kSlots * 32 + lane;
-  const int64_t first = chunk_begin + warp * kMmaUnitChunks;
-  // Units of this warp: first + i * kStep for i < units (warp-uniform).
-  const int units =
-      first < chunk_end ? static_cast<int>((chunk_end - first - 1) / kStep + 1)
-                        : 0;
-  // Issues unit i into stage `stage` (nothing past the last unit) and closes
-  // a commit group either way, so the group count stays uniform.
-  auto issue = [&](int i, int stage) {
-    if (i < units) {
-      const int64_t u = first + int64_t{i} * kStep;
-      uint4* slot = own + stage * kSlots * 32;
+  partial_sums[warp][g * 8 + 2 * t] = c[0];
+  partial_sums[warp][g * 8 + 2 * t + 1] = c[1];
+  partial_sums[warp][(g + 8) * 8 + 2 * t] = c[2];
+  partial_sums[warp][(g + 8) * 8 + 2 * t + 1] = c[3];
+  __syncthreads();
+  if (threadIdx.x < kMmaRows * 8) {
+    const int r = threadIdx.x / 8;
+    const int b = threadIdx.x % 8;
+    float sum = 0.0f;
 #pragma unroll
-      for (int v = 0; v < kMmaV; ++v) {
-        const int64_t chunk = u + t * kMmaV + v;
-        const bool ok = chunk < chunk_end;
-        const int64_t from = ok ? chunk : u;  // A valid address when !ok.
-        CpAsync16(slot + (2 * v) * 32, w_lo + from, ok);
-        CpAsync16(slot + (2 * v + 1) * 32, w_hi + from, ok);
-      }
-    }
-    CpAsyncCommit();
-  };
-#pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) issue(i, i);
-  if (a.early_loads) PdlWait();
-
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  int stage = 0;  // Where unit i waits.
-  for (int i = 0; i < units; ++i) {
-    // Unit i + kStages - 1 goes where unit i - 1 was: this lane read those
-    // slots into registers and used them before this point.
-    issue(i + kStages - 1, stage == 0 ? kStages - 1 : stage - 1);
-    CpAsyncWait<kStages - 1>();
-    const uint4* slot = own + stage * kSlots * 32;
-    const int64_t u = first + int64_t{i} * kStep;
-#pragma unroll
-    for (int v = 0; v < kMmaV; ++v) {
-      const int64_t chunk = u + t * kMmaV + v;
-      MmaChunk<T>(c, slot[(2 * v) * 32], slot[(2 * v + 1) * 32], x4, chunk,
-                  has_x && chunk < chunk_end);
-    }
-    stage = stage == kStages - 1 ? 0 : stage + 1;
+    for (int w = 0; w < kMmaWarps; ++w) sum += partial_sums[w][threadIdx.x];
+    if (b < B && row0 + r < a.out) StoreResult(a, B, b, row0 + r, sum);
   }
-  MmaStore<B>(a, c, row0, partial_sums);
 }
 
 // Fallback: one warp per row, one element per lane per step. Any in, any
@@ -826,30 +724,19 @@ KernelFn ScalarKernelFor(int64_t batch) {
 }
 
 template <typename T>
-KernelFn MmaKernelFor(int64_t batch, int stages) {
-  return ForBatch(batch, [stages](auto b) -> KernelFn {
-    constexpr int kB = decltype(b)::value;
-    switch (stages) {
-      case 0:
-        return GemvMmaKernel<T, kB>;
-      case 3:
-        return GemvMmaStagedKernel<T, kB, 3>;
-      case 4:
-        return GemvMmaStagedKernel<T, kB, 4>;
-      case 6:
-        return GemvMmaStagedKernel<T, kB, 6>;
-    }
-    return nullptr;
+KernelFn MmaKernelFor(int64_t batch) {
+  return ForBatch(batch, [](auto b) -> KernelFn {
+    return GemvMmaKernel<T, decltype(b)::value>;
   });
 }
 
 template <typename T>
-KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded, int stages) {
+KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded) {
   switch (path) {
     case GemvPath::kCudaCore:
       return VectorKernelFor<T>(batch, bounded);
     case GemvPath::kTensorCore:
-      return MmaKernelFor<T>(batch, stages);
+      return MmaKernelFor<T>(batch);
     case GemvPath::kScalar:
       return ScalarKernelFor<T>(batch);
     case GemvPath::kAuto:
@@ -859,13 +746,12 @@ KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded, int stages) {
 }
 
 // The kernel a plain GEMV (no fused norm, pairs or gate) runs.
-KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
-                      int stages) {
+KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
   switch (dtype) {
     case DType::kBF16:
-      return KernelFor<__nv_bfloat16>(path, batch, bounded, stages);
+      return KernelFor<__nv_bfloat16>(path, batch, bounded);
     case DType::kF16:
-      return KernelFor<__half>(path, batch, bounded, stages);
+      return KernelFor<__half>(path, batch, bounded);
     case DType::kF32:
       return path == GemvPath::kScalar ? ScalarKernelFor<float>(batch)
                                        : nullptr;
@@ -879,14 +765,12 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, int mma_stages) {
+                        bool bounded) {
   if (gate != nullptr) {
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
   }
-  if (!norm && !pairs) {
-    return SelectKernel(dtype, batch, path, bounded, mma_stages);
-  }
+  if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
   return dtype == DType::kF16
              ? VectorVariant<__half>(norm, pairs, bounded)
              : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);

@@ -70,35 +70,18 @@ inline constexpr int kMmaUnitChunks = 4 * kMmaV;
 // Splits of K start on multiples of this (all 8 warps get whole units).
 inline constexpr int kMmaSplitChunks = kMmaWarps * kMmaUnitChunks;
 
-// The staged tensor-core kernel (GemvMmaStagedKernel) is built for these
-// ring depths; 0 is the register kernel (GemvMmaKernel).
-inline bool IsMmaStages(int stages) {
-  return stages == 0 || stages == 3 || stages == 4 || stages == 6;
-}
-// Its dynamic shared memory: per warp `stages` units of 2 rows x kMmaV
-// chunks x 32 lanes x 16 bytes (16 KiB a stage for the block).
-inline size_t MmaStagedSmemBytes(int stages) {
-  return size_t{kMmaWarps} * stages * 2 * kMmaV * 32 * 16;
-}
-
 using KernelFn = void (*)(GemvArgs);
 
 // The kernel a launch with these options runs (its plan is sized by that
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 // `bounded`: the one-row kernels built for one more block an SM
-// (DeviceContext::gemv_occupancy_bounds). `mma_stages`: the tensor-core
-// kernel's ring depth (IsMmaStages; 0 for the register kernel).
+// (DeviceContext::gemv_occupancy_bounds).
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, int mma_stages);
+                        bool bounded);
 
 inline int ThreadsFor(GemvPath path) {
   return path == GemvPath::kTensorCore ? kMmaThreads : kThreads;
-}
-
-// Dynamic shared memory of a launch on `path` with `mma_stages`.
-inline size_t SmemFor(GemvPath path, int mma_stages) {
-  return path == GemvPath::kTensorCore ? MmaStagedSmemBytes(mma_stages) : 0;
 }
 
 // Queues the sum of a split-K launch's partials into y (+ bias, epilogue).

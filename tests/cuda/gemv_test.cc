@@ -528,64 +528,6 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
   }
 }
 
-// The staged tensor-core kernel (DeviceContext::gemv_mma_stages) feeds the
-// same units to the same mma in the same order as the register kernel, so
-// every ring depth must give the register kernel's bits: with partial last
-// units (in % 64 != 0), rows past a 16-row group, K splits, bias, the
-// residual add, and with the weights issued before or after the PDL wait.
-TEST_F(GemvTest, StagedTensorCoreKernelKeepsTheBits) {
-  const std::vector<Shape2> shapes = {{37, 4096}, {515, 2056}, {8, 776},
-                                      {4096, 4096}};
-  for (const Shape2& s : shapes) {
-    for (DType dtype : {DType::kBF16, DType::kF16}) {
-      for (int64_t batch : {1, 3, 4, 8}) {
-        const Tensor x = Upload(RandomHost({batch, s.in}));
-        const Tensor w = Upload(
-            RandomHost({s.out, s.in}, dtype, 1.0f / std::sqrt(float(s.in))));
-        const Tensor bias = Upload(RandomHost({s.out}));
-        const Tensor y0 = RandomHost({batch, s.out});
-        for (int splits : {0, 3}) {
-          for (bool accumulate : {false, true}) {
-            GemvOptions options;
-            options.path = GemvPath::kTensorCore;
-            options.k_splits = splits;
-            options.accumulate = accumulate;
-            auto run = [&](int stages, bool early) {
-              SCOPED_TRACE(::testing::Message()
-                           << DTypeName(dtype) << " out=" << s.out
-                           << " in=" << s.in << " batch=" << batch
-                           << " k_splits=" << splits << " accumulate="
-                           << accumulate << " stages=" << stages
-                           << " early=" << early << " " << SeedMessage());
-              ctx().set_gemv_mma_stages(stages);
-              ctx().set_gemv_early_loads(early);
-              absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
-              EXPECT_TRUE(plan.ok()) << plan.status();
-              if (plan.ok()) EXPECT_EQ(plan->mma_stages, stages);
-              Tensor y = accumulate
-                             ? Upload(y0)
-                             : PoisonedDevice(DType::kF32, {batch, s.out});
-              const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
-              EXPECT_TRUE(status.ok()) << status;
-              return Download(y);
-            };
-            const std::vector<float> want = run(0, true);
-            ASSERT_EQ(CountNonFinite(want), 0);
-            for (int stages : {3, 4, 6}) {
-              for (bool early : {true, false}) {
-                EXPECT_EQ(run(stages, early), want)
-                    << "stages=" << stages << " early=" << early;
-              }
-            }
-            ctx().set_gemv_mma_stages(0);
-            ctx().set_gemv_early_loads(true);
-          }
-        }
-      }
-    }
-  }
-}
-
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));

@@ -56,8 +56,8 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
   EXPECT_THAT(names, ::testing::Contains("TOP_COUNT"));
-  // PDL, EARLY_LOADS, STORE_PREFETCH, WAVE_SPLITS, GEMV_BOUNDS and
-  // GEMV_STAGES set no option field (DeviceContext reads them).
+  // PDL, EARLY_LOADS, STORE_PREFETCH, WAVE_SPLITS and GEMV_BOUNDS set no
+  // option field (DeviceContext reads them).
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("PDL")));
 }
 
@@ -121,16 +121,10 @@ TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
   CudaBackendOptions o;
   EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_PDL=0", "DYNSPARSE_CUDA_EARLY_LOADS=1",
                      "DYNSPARSE_CUDA_GEMV_BOUNDS=0",
-                     "DYNSPARSE_CUDA_GEMV_STAGES=4",
                      "DYNSPARSE_CUDA_ARCHS=80-virtual;90a-real"},
                     &o)
                   .ok());
   EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_GEMV_BOUNDS=2"}, &o).ok());
-  // The ring depths the staged GEMV is built for, and nothing else.
-  EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_GEMV_STAGES=0"}, &o).ok());
-  EXPECT_TRUE(Apply({"DYNSPARSE_CUDA_GEMV_STAGES=6"}, &o).ok());
-  EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_GEMV_STAGES=5"}, &o).ok());
-  EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_GEMV_STAGES=four"}, &o).ok());
 }
 
 TEST(CudaSwitchesTest, FlashConfigIsABuiltBlockShape) {
