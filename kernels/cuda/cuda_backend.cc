@@ -127,7 +127,8 @@ std::string CudaBackend::name() const {
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
-      options_.f16_kv_cache ? "" : ", f32 KV cache", ")");
+      options_.f16_kv_cache ? "" : ", f32 KV cache",
+      options_.fused_row_groups ? "" : ", a GEMV a weight for row groups", ")");
 }
 
 void CudaBackend::Check(const absl::Status& status, const char* op) {

@@ -277,10 +277,15 @@ class CudaBackend : public Backend {
   bool FusedNorm(const InputNorm& norm, const Tensor& x, const Tensor& w,
                  const Tensor& b, GemvNorm* gemv_norm, Tensor* gemv_bias);
   // True when x (one f32 row) and the weights, biases and outputs of a group
-  // are adjacent, so one GEMV covers them: *fw, *fb and *fy span them.
+  // are adjacent, so one GEMV covers them: *fw, *fb and *fy span them. With
+  // `segment_ends`, x may also be a few rows (up to the GEMV's batch, up to
+  // three weights): each output keeps its own [rows, out_i] matrix, and
+  // *segment_ends gets the GEMV's GemvOptions::segment_ends (empty for one
+  // row).
   bool SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
                  absl::Span<const Tensor* const> b, absl::Span<Tensor* const> y,
-                 Tensor* fw, Tensor* fb, Tensor* fy) const;
+                 Tensor* fw, Tensor* fb, Tensor* fy,
+                 std::vector<int64_t>* segment_ends = nullptr) const;
   // True when a group of x's rows (more than a GEMV takes, a few hundred at
   // most) runs as one batched GEMM (cuda::LinearBatched): weights of one
   // shape back to back, outputs too, no biases.

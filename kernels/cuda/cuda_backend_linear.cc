@@ -70,9 +70,13 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& w, const Tensor& bias,
 bool CudaBackend::SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
                             absl::Span<const Tensor* const> b,
                             absl::Span<Tensor* const> y, Tensor* fw, Tensor* fb,
-                            Tensor* fy) const {
-  bool fuse = x.rank() == 2 && x.dim(0) == 1 && !w.empty() && Adjacent(w) &&
-              Adjacent(y);
+                            Tensor* fy,
+                            std::vector<int64_t>* segment_ends) const {
+  const int64_t n = x.rank() == 2 ? x.dim(0) : 0;
+  const bool rows_ok =
+      n == 1 || (segment_ends != nullptr && n > 1 && n <= kGemvMaxBatch &&
+                 w.size() <= 3 && x.dtype() == DType::kF32);
+  bool fuse = rows_ok && !w.empty() && Adjacent(w) && Adjacent(y);
   bool any_bias = false, all_bias = true;
   for (const Tensor* t : b) {
     any_bias |= !t->empty();
@@ -82,14 +86,22 @@ bool CudaBackend::SpanGroup(const Tensor& x, absl::Span<const Tensor* const> w,
   int64_t out = 0;
   for (size_t i = 0; fuse && i < w.size(); ++i) {
     fuse = w[i]->rank() == 2 && w[i]->dim(1) == x.dim(1) && y[i]->rank() == 2 &&
-           y[i]->dim(0) == 1 && y[i]->dim(1) == w[i]->dim(0) &&
+           y[i]->dim(0) == n && y[i]->dim(1) == w[i]->dim(0) &&
            y[i]->dtype() == DType::kF32;
     out += w[i]->dim(0);
   }
   if (!fuse) return false;
   *fw = SpanOf(*w[0], w[0]->dtype(), {out, x.dim(1)});
   *fb = any_bias ? SpanOf(*b[0], b[0]->dtype(), {out}) : Tensor();
-  *fy = SpanOf(*y[0], DType::kF32, {1, out});
+  *fy = SpanOf(*y[0], DType::kF32, {n, out});
+  if (segment_ends != nullptr) {
+    segment_ends->clear();
+    int64_t end = 0;
+    for (size_t i = 0; n > 1 && i + 1 < w.size(); ++i) {
+      end += w[i]->dim(0);
+      segment_ends->push_back(end);
+    }
+  }
   return true;
 }
 
@@ -97,15 +109,32 @@ void CudaBackend::LinearGroup(const Tensor& x,
                               absl::Span<const Tensor* const> w,
                               absl::Span<const Tensor* const> b,
                               absl::Span<Tensor* const> y) {
-  // One GEMV over the concatenated weights when a single row's outputs are
-  // adjacent too (Session allocates them so) and the weights were uploaded
-  // back to back (UploadWeights, DeviceRandomWeights).
+  // One GEMV over the concatenated weights when the outputs are adjacent
+  // too (Session allocates them so) and the weights were uploaded back to
+  // back (UploadWeights, DeviceRandomWeights); a step of a few rows (a
+  // LazyLLM step's revived rows, --batch) writes each output's own matrix.
   Tensor fw, fb, fy;
-  if (w.size() < 2 || !SpanGroup(x, w, b, y, &fw, &fb, &fy)) {
+  std::vector<int64_t> segment_ends;
+  if (w.size() < 2 ||
+      !SpanGroup(x, w, b, y, &fw, &fb, &fy,
+                 options_.fused_row_groups ? &segment_ends : nullptr)) {
     LinearGroupRounded(x, w, b, y);
     return;
   }
-  Linear(x, fw, fb, &fy);
+  if (segment_ends.empty()) {
+    Linear(x, fw, fb, &fy);
+    return;
+  }
+  CheckNotTransposedInPlace(fw, "LinearGroup");
+  HoldForSideWork(x);
+  HoldForSideWork(fy);
+  uint64_t sig = MixTensor(
+      MixTensor(MixTensor(MixTensor(kOpLinearSegments, x), fw), fb), fy);
+  for (int64_t end : segment_ends) sig = Mix(sig, static_cast<uint64_t>(end));
+  if (!Op(sig)) return;
+  GemvOptions options;
+  options.segment_ends = std::move(segment_ends);
+  Check(Gemv(*active_, x, fw, fb, &fy, options), "LinearGroup");
 }
 
 void CudaBackend::LinearGroupRounded(const Tensor& x,

@@ -136,6 +136,12 @@ struct CudaBackendOptions {
   // are not that kernel's output (CudaBackend::GatherMlp).
   // DYNSPARSE_CUDA_EARLY_MLP=0 turns it off (A/B timing).
   bool early_mlp_copies = true;
+  // A step of 2-8 rows (bench --batch, a LazyLLM step's revived rows) runs
+  // q/k/v and up/gate as one GEMV each, as one row does, writing each
+  // weight's own [rows, out] output (GemvOptions::segment_ends), instead of
+  // one GEMV a weight. DYNSPARSE_CUDA_ROW_GROUPS=0 turns it off (A/B
+  // timing).
+  bool fused_row_groups = true;
   // With fused_ops and fuse_norm, a dense decode row runs every decoder
   // layer in one persistent kernel (decode_stack.h) where the shape allows
   // it. Off by default: it is still slower than the kernels of each layer

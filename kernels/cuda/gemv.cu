@@ -7,8 +7,10 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
@@ -303,6 +305,18 @@ absl::Status CheckOutputs(const Tensor& x, const Tensor& w, const Tensor& bias,
   return absl::OkStatus();
 }
 
+absl::Status CheckSegments(const GemvOptions& options, int64_t out) {
+  const std::vector<int64_t>& ends = options.segment_ends;
+  bool ok = ends.size() <= 2 && !options.gated_pairs;
+  for (size_t i = 0; ok && i < ends.size(); ++i) {
+    ok = ends[i] > (i == 0 ? 0 : ends[i - 1]) && ends[i] < out;
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "Gemv segment_ends must be at most two increasing rows inside (0, ", out,
+      "), without gated pairs; got [", absl::StrJoin(ends, ", "), "]"));
+}
+
 absl::Status CheckNorm(const GemvNorm& norm, const Tensor& w) {
   const int64_t out = w.dim(0), in = w.dim(1);
   RETURN_IF_ERROR(CheckOnDevice(norm.weight, "Gemv norm weight"));
@@ -361,6 +375,9 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
   args.prefetch_store_inputs = ctx.gemv_prefetch_store();
   args.batch = static_cast<int>(batch);
   args.out = out;
+  const std::vector<int64_t>& ends = options.segment_ends;
+  args.segment_end0 = ends.empty() ? out : ends[0];
+  args.segment_end1 = ends.size() < 2 ? out : ends[1];
   args.in = w.dim(1);
   args.warps_per_row = plan.warps_per_row;
   args.chunks_per_split = plan.chunks_per_split;
@@ -403,6 +420,7 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   } else {
     RETURN_IF_ERROR(CheckOutputs(x, w, bias, *y));
   }
+  RETURN_IF_ERROR(CheckSegments(options, w.dim(0)));
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
   const KernelFn kernel =
       LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,

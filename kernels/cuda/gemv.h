@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -93,6 +94,13 @@ struct GemvOptions {
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the
   // down projection reads.
   bool gated_pairs = false;
+  // y holds the outputs of weights stacked in w (q/k/v, up/gate of a step of
+  // a few rows) as their own [batch, rows] matrices, back to back: rows [0,
+  // e0), [e0, e1), [e1, out) for segment_ends {e0, e1} (at most two,
+  // increasing, inside (0, out)); row r of a segment of n rows starting at
+  // s lands at y[batch * s + b * n + r - s]. Empty: one [batch, out]
+  // matrix, which is the same layout at batch 1.
+  std::vector<int64_t> segment_ends;
 };
 
 // The plan Gemv would run for these operands (validates them too).

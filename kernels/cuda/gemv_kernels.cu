@@ -124,6 +124,18 @@ __device__ __forceinline__ float Finish(const GemvArgs& a, int64_t row,
   return row < a.act_from_row ? v : ActByCode(a.act, v);
 }
 
+// Where y[b, row] lives: in its segment's own [batch, rows] matrix
+// (GemvOptions::segment_ends); with no segments, y + b * out + row.
+__device__ __forceinline__ float* YAt(const GemvArgs& a, int b, int64_t row) {
+  const int64_t begin = row < a.segment_end0   ? 0
+                        : row < a.segment_end1 ? a.segment_end0
+                                               : a.segment_end1;
+  const int64_t end = row < a.segment_end0   ? a.segment_end0
+                      : row < a.segment_end1 ? a.segment_end1
+                                             : a.out;
+  return a.y + a.batch * begin + b * (end - begin) + (row - begin);
+}
+
 // Asks L2 for what the store of `row` (batch b) reads besides its sum: the
 // bias, LayerNorm's row sum and an accumulating store's old y. By the time
 // a block stores, the weight stream has pushed those lines out of L2, so
@@ -144,7 +156,7 @@ __device__ __forceinline__ void PrefetchStoreInputs(const GemvArgs& a, int b,
   if (a.norm_weight != nullptr && a.norm_row_sums != nullptr) {
     prefetch(a.norm_row_sums + row);
   }
-  if (old_y && a.accumulate) prefetch(a.y + b * a.out + row);
+  if (old_y && a.accumulate) prefetch(YAt(a, b, row));
 }
 
 // Writes one finished dot product: to y (+ bias) or, when K is split across
@@ -153,7 +165,7 @@ __device__ __forceinline__ void StoreResult(const GemvArgs& a, int batch, int b,
                                             int64_t row, float sum,
                                             XStats stats = {}) {
   if (gridDim.y == 1) {
-    float* y = a.y + b * a.out + row;
+    float* y = YAt(a, b, row);
     const float v = Finish(a, row, sum, stats);
     *y = a.accumulate ? *y + v : v;
   } else {
@@ -616,7 +628,7 @@ __global__ void __launch_bounds__(kThreads) GemvScalarKernel(const GemvArgs a) {
   for (int b = 0; b < B; ++b) {
     const float sum = WarpSum(acc[b]);
     if (lane == b) {
-      float* y = a.y + b * a.out + row;
+      float* y = YAt(a, b, row);
       *y = a.accumulate ? *y + Finish(a, row, sum) : Finish(a, row, sum);
     }
   }
@@ -632,7 +644,8 @@ __global__ void GemvSplitReduceKernel(const GemvArgs a, int batch,
     const int64_t row = i % a.out;
     float sum = 0.0f;
     for (int s = 0; s < k_splits; ++s) sum += a.partial[s * total + i];
-    a.y[i] = a.accumulate ? a.y[i] + Finish(a, row, sum) : Finish(a, row, sum);
+    float* y = YAt(a, static_cast<int>(i / a.out), row);
+    *y = a.accumulate ? *y + Finish(a, row, sum) : Finish(a, row, sum);
   }
 }
 

@@ -54,6 +54,9 @@ struct GemvArgs {
   bool prefetch_store_inputs;
   int batch;
   int64_t out;
+  // GemvOptions::segment_ends, out where unused: y[b, row] is at YAt().
+  int64_t segment_end0;
+  int64_t segment_end1;
   int64_t in;
   int warps_per_row;
   int64_t chunks_per_split;  // 8-element chunks of K per blockIdx.y.

@@ -49,6 +49,7 @@ enum OpCode : uint64_t {
   kOpEmbedIds,
   kOpGatherMlp,
   kOpLinearBatched,
+  kOpLinearSegments,
   // Side-stream work (cuda_backend_side.cc; a wait adds its token << 32).
   kOpBeginSideWork = 0x51de0001,
   kOpEndSideWork,

@@ -347,6 +347,44 @@ TEST_P(CudaBackendTest, MultiChunkDecodeMatchesCpu) {
   }
 }
 
+// Steps of a few new rows (bench --batch, a LazyLLM step's revived rows):
+// q/k/v and up/gate (OPT: q/k/v) run as one GEMV each, writing each
+// weight's own [rows, out] matrix (GemvOptions::segment_ends), at 2, 4 and
+// 8 rows (the CUDA-core and tensor-core GEMVs), against the CPU.
+TEST_P(CudaBackendTest, FewRowStepsMatchCpu) {
+  Load(DType::kF16);
+  AllUnits all;
+  const int64_t prompt = 24;
+  const std::vector<int64_t> steps = {2, 4, 8, 4};
+  int64_t capacity = prompt;
+  for (int64_t n : steps) capacity += n;
+  Session cpu(model_->config, model_->weights, cpu_backend_, all, capacity);
+  Session gpu(model_->config, device_weights_, *cuda_, all, capacity);
+  Comparison c;
+  auto a = gpu.Forward(Prompt(prompt), prompt - 1);
+  auto b = cpu.Forward(Prompt(prompt), prompt - 1);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  Accumulate(*a, *b, &c);
+  int64_t offset = 0;
+  for (int64_t n : steps) {
+    std::vector<int32_t> ids(n);
+    for (int64_t i = 0; i < n; ++i) {
+      ids[i] = static_cast<int32_t>((Argmax(*b) + 7 * i + offset) %
+                                    model_->config.vocab_size);
+    }
+    offset += n;
+    a = gpu.Forward(ids, 0);
+    b = cpu.Forward(ids, 0);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    ASSERT_EQ(a->dim(0), n);
+    Accumulate(*a, *b, &c);
+    b = b->Rows(n - 1, n);
+  }
+  std::cout << GetParam() << " f16 steps of 2-8 rows: max abs " << c.max_abs
+            << ", max rel " << c.max_rel << "\n";
+  EXPECT_LT(c.max_rel, 5e-3);
+}
+
 // Dense decode attention on the pipelined tensor-core split kernel
 // (tensor_core_decode_attention_keys: from 100 keys here) against the
 // default decode kernel: f16 operands, so f16-sized differences; the steps

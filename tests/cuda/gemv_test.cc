@@ -315,6 +315,75 @@ TEST_F(GemvTest, RejectsBadOperands) {
            Upload(Tensor::FromI32(std::vector<int32_t>(16 * 64, 1), {16, 64})),
            Tensor(), &y),
       kInvalid);
+  // Segment ends outside (0, out), not increasing, or more than two.
+  for (const std::vector<int64_t>& ends : std::vector<std::vector<int64_t>>{
+           {0}, {16}, {9, 4}, {4, 4}, {2, 4, 8}}) {
+    GemvOptions seg;
+    seg.segment_ends = ends;
+    EXPECT_EQ(code(x, w, Tensor(), &y, seg), kInvalid) << ends.size();
+  }
+}
+
+// A group of weights stacked in w (q/k/v, up/gate) at batch > 1: each
+// weight's output is its own [batch, rows] matrix in y, back to back
+// (GemvOptions::segment_ends), on every path, with K splits, bias and the
+// residual add. Reference: cpu::Linear of each weight alone.
+TEST_F(GemvTest, SegmentedOutputsMatchEachWeightAlone) {
+  const int64_t in = 1032;
+  for (const std::vector<int64_t>& rows :
+       std::vector<std::vector<int64_t>>{{64, 24, 40}, {100, 37}, {48}}) {
+    for (GemvPath path :
+         {GemvPath::kAuto, GemvPath::kCudaCore, GemvPath::kTensorCore}) {
+      for (int64_t batch : {1, 2, 3, 5, 8}) {
+        for (int splits : {0, 3}) {
+          const bool accumulate = splits == 3;
+          SCOPED_TRACE(::testing::Message()
+                       << GemvPathName(path) << " segments=" << rows.size()
+                       << " batch=" << batch << " k_splits=" << splits << " "
+                       << SeedMessage());
+          int64_t out = 0;
+          std::vector<int64_t> ends;
+          for (int64_t r : rows) {
+            if (out > 0) ends.push_back(out);
+            out += r;
+          }
+          const Tensor x_host = RandomHost({batch, in});
+          const Tensor w_host =
+              RandomHost({out, in}, DType::kF16, 1.0f / std::sqrt(float(in)));
+          const Tensor bias_host = RandomHost({out});
+          const Tensor old_host = RandomHost({batch * out});
+          // Expected y: each weight's [batch, rows] result, one after another.
+          std::vector<float> want;
+          const std::vector<float> old = old_host.ToF32Vector();
+          int64_t first = 0;
+          for (int64_t r : rows) {
+            Tensor y_ref = Tensor::Zeros(DType::kF32, {batch, r});
+            cpu::Linear(x_host, w_host.Rows(first, first + r),
+                        bias_host.Rows(first, first + r), &y_ref);
+            const std::vector<float> part = y_ref.ToF32Vector();
+            for (size_t i = 0; i < part.size(); ++i) {
+              want.push_back(part[i] + (accumulate ? old[want.size()] : 0.0f));
+            }
+            first += r;
+          }
+          GemvOptions options;
+          options.path = path;
+          options.k_splits = splits;
+          options.accumulate = accumulate;
+          options.segment_ends = ends;
+          Tensor y = accumulate ? Upload(old_host.Reshape({batch, out}))
+                                : PoisonedDevice(DType::kF32, {batch, out});
+          const absl::Status status =
+              Gemv(ctx(), Upload(x_host), Upload(w_host), Upload(bias_host), &y,
+                   options);
+          ASSERT_TRUE(status.ok()) << status;
+          const std::vector<float> got = Download(y);
+          EXPECT_EQ(CountNonFinite(got), 0);
+          EXPECT_LT(RelativeError(got, want), kTensorCoreTolerance);
+        }
+      }
+    }
+  }
 }
 
 // The pre-norm fused into the GEMV (GemvNorm) against the CPU's norm
