@@ -307,7 +307,7 @@ absl::Status CheckOutputs(const Tensor& x, const Tensor& w, const Tensor& bias,
 
 absl::Status CheckSegments(const GemvOptions& options, int64_t out) {
   const std::vector<int64_t>& ends = options.segment_ends;
-  bool ok = ends.size() <= 2 && !options.gated_pairs;
+  bool ok = ends.empty() || (ends.size() <= 2 && !options.gated_pairs);
   for (size_t i = 0; ok && i < ends.size(); ++i) {
     ok = ends[i] > (i == 0 ? 0 : ends[i - 1]) && ends[i] < out;
   }
