@@ -122,7 +122,6 @@ std::string CudaBackend::name() const {
           : "",
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
-      ctx_->gemv_wave_splits() ? ", wave-filling GEMV splits" : "",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",

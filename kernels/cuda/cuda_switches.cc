@@ -50,7 +50,6 @@ constexpr OnOff kOnOff[] = {
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"STORE_PREFETCH", nullptr},
-    {"WAVE_SPLITS", nullptr},
     {"GEMV_BOUNDS", nullptr},
 };
 

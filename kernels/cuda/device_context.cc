@@ -152,7 +152,6 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   ctx->set_programmatic_launch(SwitchOn("DYNSPARSE_CUDA_PDL", true));
   ctx->set_gemv_early_loads(SwitchOn("DYNSPARSE_CUDA_EARLY_LOADS", true));
   ctx->set_gemv_prefetch_store(SwitchOn("DYNSPARSE_CUDA_STORE_PREFETCH", true));
-  ctx->set_gemv_wave_splits(SwitchOn("DYNSPARSE_CUDA_WAVE_SPLITS", false));
   ctx->set_gemv_occupancy_bounds(SwitchOn("DYNSPARSE_CUDA_GEMV_BOUNDS", true));
 
   DS_CUDA_RETURN_IF_ERROR(

@@ -131,11 +131,6 @@ class DeviceContext {
   // before its weight loads (DYNSPARSE_CUDA_STORE_PREFETCH=0 turns it off).
   bool gemv_prefetch_store() const { return prefetch_store_; }
   void set_gemv_prefetch_store(bool on) { prefetch_store_ = on; }
-  // The tensor-core GEMV (batch 3-8) splits K so that its grid's last wave
-  // fills (gemv_split_plan.h; DYNSPARSE_CUDA_WAVE_SPLITS=1 turns it
-  // on).
-  bool gemv_wave_splits() const { return wave_splits_; }
-  void set_gemv_wave_splits(bool on) { wave_splits_ = on; }
   // The one-row CUDA-core GEMVs are built to fit one more block an SM
   // (gemv_kernels.cu, OccupancyBound; DYNSPARSE_CUDA_GEMV_BOUNDS=0 turns it
   // off).
@@ -158,7 +153,6 @@ class DeviceContext {
   bool pdl_ = false;
   bool early_loads_ = true;
   bool prefetch_store_ = true;
-  bool wave_splits_ = false;
   bool occupancy_bounds_ = true;
 };
 

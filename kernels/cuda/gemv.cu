@@ -15,7 +15,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/gemv_kernels.cuh"
-#include "kernels/cuda/gemv_split_plan.h"
 
 namespace dynsparse::cuda {
 namespace {
@@ -201,11 +200,6 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
     plan.grid_blocks = CeilDiv(out, kMmaRows);
     const int64_t split_units = CeilDiv(chunks, kMmaSplitChunks);
     int64_t splits = options.k_splits;
-    if (splits == 0 && ctx.gemv_wave_splits() &&
-        plan.grid_blocks >= ctx.sm_count()) {
-      splits = WaveFillingSplits(plan.grid_blocks, resident_blocks,
-                                 std::max<int64_t>(1, split_units / 2));
-    }
     if (splits == 0) {
       splits = 1;
       if (plan.grid_blocks < ctx.sm_count()) {

@@ -57,8 +57,8 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
   EXPECT_THAT(names, ::testing::Contains("FUSE"));
   EXPECT_THAT(names, ::testing::Contains("DECODE_STACK"));
   EXPECT_THAT(names, ::testing::Contains("TOP_COUNT"));
-  // PDL, EARLY_LOADS, STORE_PREFETCH, WAVE_SPLITS and GEMV_BOUNDS set no
-  // option field (DeviceContext reads them).
+  // PDL, EARLY_LOADS, STORE_PREFETCH and GEMV_BOUNDS set no option field
+  // (DeviceContext reads them).
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("PDL")));
 }
 
