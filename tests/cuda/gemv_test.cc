@@ -641,7 +641,7 @@ TEST_F(GemvTest, DeepMmaKeepsTheBits) {
           EXPECT_EQ(CountNonFinite(want), 0);
           EXPECT_EQ(run(true, true), want) << "deep, early loads";
           EXPECT_EQ(run(true, false), want) << "deep, loads after the wait";
-          ctx().set_gemv_deep_mma(false);
+          ctx().set_gemv_deep_mma(true);  // The defaults.
           ctx().set_gemv_early_loads(true);
         }
       }
