@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "kernels/cuda/cuda_switches.h"
 #include "kernels/cuda/decode_stack.h"
 #include "kernels/cuda/device_weights.h"
@@ -68,19 +69,18 @@ absl::Status CudaBackend::Init() {
       AllocateDevice(*ctx_, DType::kI32, {kIndexArenaInts});
   if (!arena.ok()) return arena.status();
   device_indices_ = *arena;
-  absl::StatusOr<Tensor> counters =
-      AllocateDevice(*ctx_, DType::kI32, {kAttentionCounterInts});
-  if (!counters.ok()) return counters.status();
-  attention_counters_ = *counters;
-  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(attention_counters_.raw_data(), 0,
-                                          attention_counters_.bytes(),
-                                          ctx_->stream()));
-  absl::StatusOr<Tensor> barrier =
-      AllocateDevice(*ctx_, DType::kI32, {kDecodeStackBarrierWords});
-  if (!barrier.ok()) return barrier.status();
-  stack_barrier_ = *barrier;
-  DS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-      stack_barrier_.raw_data(), 0, stack_barrier_.bytes(), ctx_->stream()));
+  // Ints the kernels that use them leave zero.
+  auto zeroed_ints = [&](int64_t n, Tensor* t) -> absl::Status {
+    absl::StatusOr<Tensor> ints = AllocateDevice(*ctx_, DType::kI32, {n});
+    if (!ints.ok()) return ints.status();
+    *t = *ints;
+    DS_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(t->raw_data(), 0, t->bytes(), ctx_->stream()));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(zeroed_ints(kAttentionCounterInts, &attention_counters_));
+  RETURN_IF_ERROR(zeroed_ints(kFusedMlpCounterInts, &fused_mlp_counters_));
+  RETURN_IF_ERROR(zeroed_ints(kDecodeStackBarrierWords, &stack_barrier_));
   if (absl::Status s = ctx_->Synchronize(); !s.ok()) return s;
   for (int half = 0; half < 2; ++half) {
     DS_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_start_[half]));

@@ -204,6 +204,13 @@ class CudaBackend : public Backend {
   bool EarlyMlpCopies(const Tensor& ids) const {
     return options_.early_mlp_copies && IdsSettled(ids);
   }
+  // The counters GatherMlp's fused kernel sums its splits on in its launch,
+  // or nullptr where a ReduceSplits launch does (options).
+  int32_t* FusedMlpCounters() {
+    return options_.fused_mlp_sum_in_kernel
+               ? fused_mlp_counters_.data<int32_t>()
+               : nullptr;
+  }
   // The automatic choice takes clusters of 16 for a ReLU MLP (hidden >= 7168)
   // only while its splits hold at most this many units (FusedMlpLaunch).
   static constexpr int kReluCluster16MaxSplitUnits = 288;
@@ -407,6 +414,10 @@ class CudaBackend : public Backend {
   // rows (<= 8) x heads.
   static constexpr int64_t kAttentionCounterInts = 8 * 1024;
   Tensor attention_counters_;
+  // The same for the fused sparse MLP's split reduction in its launch
+  // (sparse_mlp.h): one a column block of a cluster.
+  static constexpr int64_t kFusedMlpCounterInts = 16;
+  Tensor fused_mlp_counters_;
   // The decode stack kernel's grid barrier and per-head counters
   // (kDecodeStackBarrierWords zeroed words it leaves zero), and its verdict
   // on the last shape asked (decode_stack.h).

@@ -136,6 +136,10 @@ struct CudaBackendOptions {
   // are not that kernel's output (CudaBackend::GatherMlp).
   // DYNSPARSE_CUDA_EARLY_MLP=0 turns it off (A/B timing).
   bool early_mlp_copies = true;
+  // The fused sparse MLP sums its splits in its own launch (the last block of
+  // each column block) instead of a ReduceSplits launch after it.
+  // DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=0 turns it off (A/B timing).
+  bool fused_mlp_sum_in_kernel = true;
   // A step of 2-8 rows (bench --batch, a LazyLLM step's revived rows) runs
   // q/k/v and up/gate as one GEMV each, as one row does, writing each
   // weight's own [rows, out] output (GemvOptions::segment_ends), instead of

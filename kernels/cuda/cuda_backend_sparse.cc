@@ -214,13 +214,15 @@ void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,
   sig = MixTensor(MixTensor(MixTensor(sig, w_down_t), b_down), ids);
   sig = Mix(MixTensor(MixTensor(sig, *y), scratch), static_cast<uint64_t>(act));
   sig = Mix(sig, static_cast<uint64_t>(launch.early_copies));
+  int32_t* counters = FusedMlpCounters();
+  sig = Mix(sig, static_cast<uint64_t>(counters != nullptr));
   if (!Op(Mix(Mix(sig, static_cast<uint64_t>(splits)),
               static_cast<uint64_t>(grid.cluster)))) {
     return;
   }
   Check(FusedSparseMlp(*active_, x, w_up, b_up, w_gate, b_gate, w_down_t,
                        b_down, ids.data<int32_t>(), ids.dim(1), act, launch,
-                       scratch.data<float>(), y),
+                       scratch.data<float>(), counters, y),
         "GatherMlp");
 }
 

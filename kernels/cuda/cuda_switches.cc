@@ -46,6 +46,7 @@ constexpr OnOff kOnOff[] = {
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},
     {"EARLY_MLP", &Options::early_mlp_copies},
+    {"MLP_SUM_IN_KERNEL", &Options::fused_mlp_sum_in_kernel},
     {"ROW_GROUPS", &Options::fused_row_groups},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},

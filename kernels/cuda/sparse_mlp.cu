@@ -9,7 +9,8 @@
 // split's units (a block reduction per unit) and pushes those activations
 // into every block of the cluster (cluster_push.cuh); every block then runs
 // the transposed gather over the split's units for its columns, as
-// GatherGemvT does; ReduceSplits sums the splits. Staging the weights by
+// GatherGemvT does; the block that finishes a column block last sums its
+// splits (or, without counters, ReduceSplits does). Staging the weights by
 // cp.async instead of registers (run 54) took the gated Llama-2-7B MLP from
 // 17.5 to 13.9 us at keep 0.1, and left the ReLU shapes where they were.
 // Clusters of 4, 12 and 16 column blocks are built too: a cluster must fit
@@ -83,6 +84,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
                          bool early, float* __restrict__ partial,
+                         const void* b_down, FloatKind dk,
+                         int32_t* __restrict__ counters, float* __restrict__ y,
                          uint64_t* __restrict__ timeline) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
@@ -242,18 +245,25 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   CpAsyncWait<0>();
   __syncthreads();  // s_sum overlays other threads' slots.
   mark(FusedMlpEvent::kDownDone);
+  // Group 0's acc += the other groups' (in group order, so the sum does not
+  // depend on timing); s_sum overlays the staging slots.
   float* s_sum = reinterpret_cast<float*>(s_stage);  // [kGroups - 1][tc * 8]
-  if (group > 0) {
+  auto sum_groups = [&] {
+    if (group > 0) {
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      s_sum[(group - 1) * tc * 8 + col * 8 + e] = acc[e];
-  }
-  __syncthreads();
-  if (group == 0) {
-    for (int g = 0; g < kGroups - 1; ++g) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] += s_sum[g * tc * 8 + col * 8 + e];
+      for (int e = 0; e < 8; ++e)
+        s_sum[(group - 1) * tc * 8 + col * 8 + e] = acc[e];
     }
+    __syncthreads();
+    if (group == 0) {
+      for (int g = 0; g < kGroups - 1; ++g) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] += s_sum[g * tc * 8 + col * 8 + e];
+      }
+    }
+  };
+  sum_groups();
+  if (group == 0) {
     float4* dst =
         reinterpret_cast<float4*>(partial + static_cast<int64_t>(s) * d + c0);
     dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
@@ -262,6 +272,41 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   mark(FusedMlpEvent::kWritten);
   // No cluster barrier at the end: no block reads another's shared memory,
   // and each has received all its pushes before it gets here.
+  if (counters == nullptr) return;  // ReduceSplits sums the splits.
+  // The split reduction in this launch: the block that finishes its columns
+  // last sums every split's partial of them (group g splits g, g + kGroups,
+  // ..., then the groups in order: a fixed order whichever block is last)
+  // and resets its column's counter for the next launch. As a kernel of its
+  // own the reduction cost a launch boundary and ~3 us at OPT-66B keep 0.1
+  // (results/bench/h200_run111).
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  // The column block is blockIdx.x (the cluster spans the grid's x), read
+  // again here rather than kept in a register across the loops above.
+  int32_t* counter = counters + blockIdx.x;
+  if (tid == 0) last = atomicAdd(counter, 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The loop is not unrolled: a few splits a group, and unrolled it spilled.
+  for (float& a : acc) a = 0.f;
+#pragma unroll 1
+  for (int p = group; p < splits; p += kGroups) {
+    // Written by other SMs in this launch: through L2, not L1.
+    const float4* src = reinterpret_cast<const float4*>(
+        partial + static_cast<int64_t>(p) * d + c0);
+    const float4 lo = __ldcg(src), hi = __ldcg(src + 1);
+    acc[0] += lo.x, acc[1] += lo.y, acc[2] += lo.z, acc[3] += lo.w;
+    acc[4] += hi.x, acc[5] += hi.y, acc[6] += hi.z, acc[7] += hi.w;
+  }
+  sum_groups();  // Group 0 read s_sum before the barriers above.
+  if (group == 0) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      y[c0 + e] = acc[e] + LoadAsFloat(b_down, dk, c0 + e, 0.f);
+  }
+  if (tid == 0) *counter = 0;
 #else
   __trap();  // Launched only on sm_90+ (FusedSparseMlpPlan).
 #endif
@@ -432,7 +477,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
                             const int32_t* ids, int64_t k,
                             Activation activation,
                             const FusedSparseMlpLaunch& launch, float* scratch,
-                            Tensor* y, uint64_t* timeline) {
+                            int32_t* counters, Tensor* y, uint64_t* timeline) {
   const int64_t d = x.numel();
   const int cluster = launch.grid.cluster, splits = launch.splits;
   if (splits <= 0 ||
@@ -458,9 +503,12 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
             static_cast<int>(k), splits, launch.early_copies, scratch,
-            timeline));
+            b_down.empty() ? nullptr : b_down.raw_data(),
+            b_down.empty() ? FloatKind::kNone : ToFloatKind(b_down.dtype()),
+            counters, y->data<float>(), timeline));
         return LastLaunchStatus("FusedSparseMlpKernel");
       }));
+  if (counters != nullptr) return absl::OkStatus();  // Summed in-kernel.
   return ReduceSplits(ctx, scratch, splits, d, 1, b_down, y);
 }
 

@@ -1,8 +1,8 @@
-// DejaVu's sparse MLP for one decode row in one launch on sm_90 (plus the
-// split reduction): the up projection over the kept rows of W1 (+ gate) with
-// fused bias and activation, then the transposed gather over the same rows
-// of W2^T (sparse_mlp.cu). Same result as GatherGemv then GatherGemvT up to
-// f32 summation order.
+// DejaVu's sparse MLP for one decode row in one launch on sm_90 (the split
+// reduction in it, or as a second launch): the up projection over the kept rows
+// of W1 (+ gate) with fused bias and activation, then the transposed gather
+// over the same rows of W2^T (sparse_mlp.cu). Same result as GatherGemv then
+// GatherGemvT up to f32 summation order.
 #ifndef DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
 #define DYNSPARSE_KERNELS_CUDA_SPARSE_MLP_H_
 
@@ -69,16 +69,18 @@ FusedSparseMlpLaunch FirstFittingGrid(
 // The launch's grid and splits come from FusedSparseMlpClusters and
 // FusedSparseMlpSplits (or FirstFittingGrid): the former also opts the
 // kernel into the shared memory it stages weights in (up to 96 KB a block)
-// and into clusters above 8 blocks. A `timeline` (device, splits * cluster *
+// and into clusters above 8 blocks. `counters` (device, at least
+// launch.grid.cluster ints, zero before the first call; each launch leaves
+// them zero): the last block of each column block sums the splits in the
+// launch; nullptr: a ReduceSplits launch does. No two launches may run on
+// the same counters at once. A `timeline` (device, splits * cluster *
 // kFusedMlpEvents) gets each block's event times.
-absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
-                            const Tensor& w_up, const Tensor& b_up,
-                            const Tensor* w_gate, const Tensor* b_gate,
-                            const Tensor& w_down_t, const Tensor& b_down,
-                            const int32_t* ids, int64_t k,
-                            Activation activation,
-                            const FusedSparseMlpLaunch& launch, float* scratch,
-                            Tensor* y, uint64_t* timeline = nullptr);
+absl::Status FusedSparseMlp(
+    DeviceContext& ctx, const Tensor& x, const Tensor& w_up, const Tensor& b_up,
+    const Tensor* w_gate, const Tensor* b_gate, const Tensor& w_down_t,
+    const Tensor& b_down, const int32_t* ids, int64_t k, Activation activation,
+    const FusedSparseMlpLaunch& launch, float* scratch, int32_t* counters,
+    Tensor* y, uint64_t* timeline = nullptr);
 
 }  // namespace dynsparse::cuda
 

@@ -127,11 +127,11 @@ void Timeline(CudaBackend& b, const Shape2& sh, double keep,
   const Tensor empty;
   TimeGraph(b, per_graph, /*iters=*/1, [&](int i) {
     const Copy& w = c[i % c.size()];
-    BENCH_CHECK(
-        FusedSparseMlp(ctx, x, w.w_up, w.b_up, sh.gated ? &w.w_gate : nullptr,
-                       sh.gated ? &empty : nullptr, w.w_down_t, w.b_down,
-                       w.ids.template data<int32_t>(), k, act, launch,
-                       scratch.data<float>(), &y, stamp_data + i * per_call));
+    BENCH_CHECK(FusedSparseMlp(
+        ctx, x, w.w_up, w.b_up, sh.gated ? &w.w_gate : nullptr,
+        sh.gated ? &empty : nullptr, w.w_down_t, w.b_down,
+        w.ids.template data<int32_t>(), k, act, launch, scratch.data<float>(),
+        b.FusedMlpCounters(), &y, stamp_data + i * per_call));
   });
   std::vector<uint64_t> host(per_graph * per_call);
   BENCH_CHECK(ctx.Synchronize());

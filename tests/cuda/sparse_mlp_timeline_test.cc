@@ -78,7 +78,7 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
         FusedSparseMlp(ctx, x, w.w_up, w.b_up, nullptr, nullptr, w.w_down_t,
                        w.b_down, device_ids->data<int32_t>(), kKept,
                        Activation::kRelu, {grid, splits}, scratch.data<float>(),
-                       &y, stamp_data + call * per_call)
+                       b.FusedMlpCounters(), &y, stamp_data + call * per_call)
             .ok());
   }
   ASSERT_TRUE(ctx.Synchronize().ok());

@@ -367,25 +367,51 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
             continue;
           }
           Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
-          auto fused = [&](bool early_copies, Tensor* out) {
+          auto fused = [&](bool early_copies, int32_t* counters, Tensor* out) {
+            // NaN first: a y the kernel failed to write shows.
+            EXPECT_TRUE(FillBytes(ctx, 0xff, out).ok());
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
                                   dwt, dbd, dids.data<int32_t>(), k, act,
                                   {grid, splits, early_copies},
-                                  scratch.data<float>(), out);
+                                  scratch.data<float>(), counters, out);
           };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(false, &dy).ok()) << where;
+          ASSERT_TRUE(fused(false, nullptr, &dy).ok()) << where;
           EXPECT_LT(ScaledErr(Down(dy), ref.ToF32Vector(), out_scale), 1e-5)
               << where;
           // The splits are summed in a fixed order: the same y, bit for bit,
           // on a second call (whichever blocks finish first), and with the
           // ids and first weight copies read before the PDL wait.
           Tensor again = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(false, &again).ok()) << where;
+          ASSERT_TRUE(fused(false, nullptr, &again).ok()) << where;
           EXPECT_EQ(Down(again), Down(dy)) << where;
           Tensor early = gpu_->Allocate(DType::kF32, {1, d});
-          ASSERT_TRUE(fused(true, &early).ok()) << where;
+          ASSERT_TRUE(fused(true, nullptr, &early).ok()) << where;
           EXPECT_EQ(Down(early), Down(dy)) << where << " early copies";
+          // Summed by each column block's last block in the launch: as
+          // close to the reference, the same bits on every call (so each
+          // call left its counters at zero for the next), and at clusters
+          // of 16 (8 unit groups, as ReduceSplits' 8 warps) the same order
+          // as ReduceSplits.
+          Tensor counters = gpu_->Allocate(DType::kI32, {16});
+          ASSERT_TRUE(FillBytes(ctx, 0, &counters).ok());
+          std::vector<float> first;
+          for (bool early_copies : {false, true, false}) {
+            Tensor in_launch = gpu_->Allocate(DType::kF32, {1, d});
+            ASSERT_TRUE(
+                fused(early_copies, counters.data<int32_t>(), &in_launch).ok())
+                << where;
+            const std::vector<float> got = Down(in_launch);
+            if (first.empty()) {
+              first = got;
+              EXPECT_LT(ScaledErr(got, ref.ToF32Vector(), out_scale), 1e-5)
+                  << where << " summed in the launch";
+              if (cluster == 16) EXPECT_EQ(got, Down(dy)) << where;
+            } else {
+              EXPECT_EQ(got, first) << where << " summed in the launch again";
+            }
+          }
+          EXPECT_EQ(DownI32(counters), std::vector<int32_t>(16, 0)) << where;
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
