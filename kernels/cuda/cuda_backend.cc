@@ -123,6 +123,7 @@ std::string CudaBackend::name() const {
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
+      ctx_->gemv_deep_mma() ? "" : ", no one-wave MMA GEMV build",
       options_.decode_stack ? ", decode stack" : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",

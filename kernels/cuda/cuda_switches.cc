@@ -52,6 +52,7 @@ constexpr OnOff kOnOff[] = {
     {"EARLY_LOADS", nullptr},
     {"STORE_PREFETCH", nullptr},
     {"GEMV_BOUNDS", nullptr},
+    {"DEEP_MMA", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

@@ -17,9 +17,9 @@ namespace dynsparse::cuda {
 // environ) to `options`. A DYNSPARSE_CUDA_ name the backend does not know, or
 // a value its switch does not take, is InvalidArgument naming the variable
 // and what it accepts: a typo in an A/B run must fail, not time the default.
-// PDL, EARLY_LOADS, STORE_PREFETCH and GEMV_BOUNDS are read where they apply
-// (DeviceContext, which is made from a device id alone) and only checked
-// here.
+// PDL, EARLY_LOADS, STORE_PREFETCH, GEMV_BOUNDS and DEEP_MMA are read where
+// they apply (DeviceContext, which is made from a device id alone) and only
+// checked here.
 absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
                                CudaBackendOptions* options);
 

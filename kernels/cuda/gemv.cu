@@ -54,9 +54,10 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
 // The kernel a launch with these options runs; `gate` as in LaunchedKernel.
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
-                        const std::optional<Activation>* gate) {
+                        const std::optional<Activation>* gate,
+                        bool deep_mma = false) {
   return gemv_internal::LaunchedKernel(dtype, batch, path, norm, pairs, gate,
-                                       ctx.gemv_occupancy_bounds());
+                                       ctx.gemv_occupancy_bounds(), deep_mma);
 }
 
 bool IsFloating(DType dtype) {
@@ -118,7 +119,8 @@ std::string GemvPlan::DebugString() const {
   return absl::StrCat(GemvPathName(path), " rows/warp=", rows_per_warp,
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
                       " blocks=", grid_blocks,
-                      " resident_warps=", resident_warps);
+                      " resident_warps=", resident_warps,
+                      deep_mma ? " deep" : "");
 }
 
 namespace {
@@ -221,6 +223,16 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         std::max<int64_t>(1, units_per_split) * kMmaSplitChunks;
     plan.k_splits = static_cast<int>(
         std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
+    if (ctx.gemv_deep_mma()) {
+      // The one-wave build when its fewer blocks an SM still hold the grid.
+      const KernelFn deep =
+          LaunchedKernel(ctx, w.dtype(), batch, plan.path, false, false,
+                         nullptr, /*deep_mma=*/true);
+      absl::StatusOr<int> deep_per_sm = BlocksPerSm(ctx, deep, threads);
+      if (!deep_per_sm.ok()) return deep_per_sm.status();
+      plan.deep_mma = plan.grid_blocks * plan.k_splits <=
+                      int64_t{*deep_per_sm} * ctx.sm_count();
+    }
     return plan;
   }
 
@@ -416,9 +428,9 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   }
   RETURN_IF_ERROR(CheckSegments(options, w.dim(0)));
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
-  const KernelFn kernel =
-      LaunchedKernel(ctx, w.dtype(), x.dim(0), plan.path,
-                     options.norm.has_value(), options.gated_pairs, nullptr);
+  const KernelFn kernel = LaunchedKernel(
+      ctx, w.dtype(), x.dim(0), plan.path, options.norm.has_value(),
+      options.gated_pairs, nullptr, plan.deep_mma);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 

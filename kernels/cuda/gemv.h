@@ -50,6 +50,9 @@ struct GemvPlan {
   int64_t chunks_per_split = 0;  // 8-element chunks of K per split.
   int64_t grid_blocks = 0;       // Blocks per K split.
   int resident_warps = 0;        // Warps the whole GPU holds at once.
+  // kTensorCore: the one-wave build with more loads in flight a warp
+  // (DeviceContext::gemv_deep_mma), taken when it holds the whole grid.
+  bool deep_mma = false;
 
   std::string DebugString() const;
 };

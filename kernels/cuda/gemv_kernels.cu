@@ -515,9 +515,28 @@ struct MmaOps<__half> {
 // per SM) beat a loop-carried prefetch of the next units (58-74 registers)
 // and a lane order giving 64 contiguous bytes per load instruction (62
 // registers): the kernel is latency-bound and occupancy wins.
-template <typename T, int B>
+// kDeep: a grid that fits the GPU in one wave (o-projection, down: 256
+// blocks, ~2 an SM) gains nothing from occupancy, so each warp issues
+// kMmaDeepU units at once instead (twice the bytes in flight, half the
+// round trips) and, with a.early_loads, its first units before the PDL
+// wait, as the CUDA-core kernel does. Same units in the same order, so the
+// same bits.
+// x, read after the PDL wait. __ldg (ld.global.nc) promises that x does not
+// change while the kernel runs, and with the deep build's weight loads ahead
+// of the wait ptxas used that promise to hoist x's loads above
+// griddepcontrol.wait (run 175's wrong results; its SASS, checked by
+// tools/pdl_load_order.py), so the deep build reads x with coherent loads.
+template <bool kCoherent>
+__device__ __forceinline__ float4 LoadMmaX(const float4* p) {
+  if constexpr (kCoherent) return __ldca(p);
+  return __ldg(p);
+}
+
+template <typename T, int B, bool kDeep = false>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
-  PdlWait();
+  constexpr int kU = kDeep ? kMmaDeepU : kMmaU;
+  bool waited = !(kDeep && a.early_loads);
+  if (waited) PdlWait();
   using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];
   const int lane = threadIdx.x & 31;
@@ -541,10 +560,10 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
   constexpr int64_t kStep = int64_t{kMmaWarps} * kMmaUnitChunks;
   // The loop bounds depend on the warp only: every lane reaches each mma.
   for (int64_t u0 = chunk_begin + warp * kMmaUnitChunks; u0 < chunk_end;
-       u0 += kStep * kMmaU) {
-    uint4 wv[kMmaU][kMmaV][2];
+       u0 += kStep * kU) {
+    uint4 wv[kU][kMmaV][2];
 #pragma unroll
-    for (int uu = 0; uu < kMmaU; ++uu) {
+    for (int uu = 0; uu < kU; ++uu) {
 #pragma unroll
       for (int v = 0; v < kMmaV; ++v) {
         const int64_t chunk = u0 + uu * kStep + t * kMmaV + v;
@@ -555,15 +574,19 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
             ok ? LoadStreaming(w_hi + chunk) : make_uint4(0, 0, 0, 0);
       }
     }
+    if (!waited) {
+      PdlWait();
+      waited = true;
+    }
 #pragma unroll
-    for (int uu = 0; uu < kMmaU; ++uu) {
+    for (int uu = 0; uu < kU; ++uu) {
 #pragma unroll
       for (int v = 0; v < kMmaV; ++v) {
         const int64_t chunk = u0 + uu * kStep + t * kMmaV + v;
         float xs[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         if (has_x && chunk < chunk_end) {
-          const float4 p = __ldg(x4 + 2 * chunk);
-          const float4 q = __ldg(x4 + 2 * chunk + 1);
+          const float4 p = LoadMmaX<kDeep>(x4 + 2 * chunk);
+          const float4 q = LoadMmaX<kDeep>(x4 + 2 * chunk + 1);
           xs[0] = p.x;
           xs[1] = p.y;
           xs[2] = p.z;
@@ -591,6 +614,7 @@ __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
     }
   }
 
+  if (!waited) PdlWait();  // A warp with no units in this split.
   partial_sums[warp][g * 8 + 2 * t] = c[0];
   partial_sums[warp][g * 8 + 2 * t + 1] = c[1];
   partial_sums[warp][(g + 8) * 8 + 2 * t] = c[2];
@@ -737,19 +761,20 @@ KernelFn ScalarKernelFor(int64_t batch) {
 }
 
 template <typename T>
-KernelFn MmaKernelFor(int64_t batch) {
-  return ForBatch(batch, [](auto b) -> KernelFn {
-    return GemvMmaKernel<T, decltype(b)::value>;
+KernelFn MmaKernelFor(int64_t batch, bool deep) {
+  return ForBatch(batch, [deep](auto b) -> KernelFn {
+    return deep ? GemvMmaKernel<T, decltype(b)::value, true>
+                : GemvMmaKernel<T, decltype(b)::value>;
   });
 }
 
 template <typename T>
-KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded) {
+KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded, bool deep) {
   switch (path) {
     case GemvPath::kCudaCore:
       return VectorKernelFor<T>(batch, bounded);
     case GemvPath::kTensorCore:
-      return MmaKernelFor<T>(batch);
+      return MmaKernelFor<T>(batch, deep);
     case GemvPath::kScalar:
       return ScalarKernelFor<T>(batch);
     case GemvPath::kAuto:
@@ -759,12 +784,13 @@ KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded) {
 }
 
 // The kernel a plain GEMV (no fused norm, pairs or gate) runs.
-KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
+KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
+                      bool deep) {
   switch (dtype) {
     case DType::kBF16:
-      return KernelFor<__nv_bfloat16>(path, batch, bounded);
+      return KernelFor<__nv_bfloat16>(path, batch, bounded, deep);
     case DType::kF16:
-      return KernelFor<__half>(path, batch, bounded);
+      return KernelFor<__half>(path, batch, bounded, deep);
     case DType::kF32:
       return path == GemvPath::kScalar ? ScalarKernelFor<float>(batch)
                                        : nullptr;
@@ -778,12 +804,14 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded) {
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded) {
+                        bool bounded, bool deep_mma) {
   if (gate != nullptr) {
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
   }
-  if (!norm && !pairs) return SelectKernel(dtype, batch, path, bounded);
+  if (!norm && !pairs) {
+    return SelectKernel(dtype, batch, path, bounded, deep_mma);
+  }
   return dtype == DType::kF16
              ? VectorVariant<__half>(norm, pairs, bounded)
              : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);

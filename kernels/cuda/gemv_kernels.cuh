@@ -68,6 +68,7 @@ inline constexpr int kMmaThreads = kMmaWarps * 32;
 inline constexpr int kMmaRows = 16;  // m of mma.m16n8k16.
 inline constexpr int kMmaV = 2;      // 16-byte loads per row per lane per unit.
 inline constexpr int kMmaU = 2;  // Units whose loads a warp issues together.
+inline constexpr int kMmaDeepU = 4;  // ... in the one-wave build (kDeep).
 // One unit: 4 lanes (t) x kMmaV chunks of 8 = 64 K elements of 16 rows.
 inline constexpr int kMmaUnitChunks = 4 * kMmaV;
 // Splits of K start on multiples of this (all 8 warps get whole units).
@@ -78,10 +79,11 @@ using KernelFn = void (*)(GemvArgs);
 // The kernel a launch with these options runs (its plan is sized by that
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 // `bounded`: the one-row kernels built for one more block an SM
-// (DeviceContext::gemv_occupancy_bounds).
+// (DeviceContext::gemv_occupancy_bounds). `deep_mma`: the tensor-core
+// kernel's one-wave build (GemvMmaKernel's kDeep).
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded);
+                        bool bounded, bool deep_mma);
 
 inline int ThreadsFor(GemvPath path) {
   return path == GemvPath::kTensorCore ? kMmaThreads : kThreads;

@@ -2,18 +2,20 @@
 # Run 176 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root, on an H200 only (issue 6 item 3 sets its target there and
 # OPT-66B's 132 GB fit no other card; elsewhere it prints the card and stops):
-# the sparse-op, fused-MLP timeline and switch tests, run176_list.txt, then
-# the sparse MLP benchmark's A/B of the split reduction in the fused kernel's
-# launch against a ReduceSplits launch, two rounds, on every MLP shape.
+# the GEMV, backend, sparse-op, fused-MLP timeline and PDL load-order tests,
+# run176_list.txt, then the sparse MLP benchmark's A/B of the split reduction
+# in the fused kernel's launch against a ReduceSplits launch, two rounds, on
+# every MLP shape.
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200, skipped:"
   nvidia-smi -L
   exit 0
 fi
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
-cuda_sparse_ops_test cuda_sparse_mlp_timeline_test cuda_backend_test"
+cuda_sparse_ops_test cuda_sparse_mlp_timeline_test cuda_backend_test \
+cuda_gemv_test"
 RUN_LIST=results/bench/run176_list.txt \
-  RUN_CTEST="-R SparseOps|FusedMlpTimeline|EverySwitch" \
+  RUN_CTEST="-R SparseOps|FusedMlpTimeline|CudaBackendTest|GemvTest|PdlLoadOrder" \
   bash results/bench/device_run.sh
 bash results/bench/sparse_mlp_ab.sh 2 \
   "DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=0,DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=1" \

@@ -605,6 +605,58 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
   }
 }
 
+// DeviceContext::gemv_deep_mma: a tensor-core grid that fits the GPU in one
+// wave runs the build with twice the loads in flight a warp (and, with early
+// loads, its first ones before the PDL wait). It feeds the same units to the
+// same mma in the same order, so the bits must be the register kernel's:
+// with partial last units, rows past a 16-row group, K splits, bias and the
+// residual add.
+TEST_F(GemvTest, DeepMmaKeepsTheBits) {
+  const std::vector<Shape2> shapes = {
+      {37, 4096}, {515, 2056}, {8, 776}, {1000, 4096}};
+  for (const Shape2& s : shapes) {
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (int64_t batch : {3, 4, 8}) {
+        const Tensor x = Upload(RandomHost({batch, s.in}));
+        const Tensor w = Upload(
+            RandomHost({s.out, s.in}, dtype, 1.0f / std::sqrt(float(s.in))));
+        const Tensor bias = Upload(RandomHost({s.out}));
+        const Tensor old_y = RandomHost({batch, s.out});
+        for (int splits : {0, 3}) {
+          GemvOptions options;
+          options.path = GemvPath::kTensorCore;
+          options.k_splits = splits;
+          options.accumulate = splits == 3;
+          auto run = [&](bool deep, bool early) {
+            ctx().set_gemv_deep_mma(deep);
+            ctx().set_gemv_early_loads(early);
+            absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
+            EXPECT_TRUE(plan.ok()) << plan.status();
+            if (plan.ok())
+              EXPECT_EQ(plan->deep_mma, deep) << plan->DebugString();
+            Tensor y = options.accumulate
+                           ? Upload(old_y)
+                           : PoisonedDevice(DType::kF32, {batch, s.out});
+            const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
+            EXPECT_TRUE(status.ok()) << status;
+            return Download(y);
+          };
+          SCOPED_TRACE(::testing::Message()
+                       << DTypeName(dtype) << " out=" << s.out << " in=" << s.in
+                       << " batch=" << batch << " k_splits=" << splits << " "
+                       << SeedMessage());
+          const std::vector<float> want = run(false, true);
+          EXPECT_EQ(CountNonFinite(want), 0);
+          EXPECT_EQ(run(true, true), want) << "deep, early loads";
+          EXPECT_EQ(run(true, false), want) << "deep, loads after the wait";
+          ctx().set_gemv_deep_mma(true);  // The defaults.
+          ctx().set_gemv_early_loads(true);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));
