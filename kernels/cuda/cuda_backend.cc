@@ -125,6 +125,8 @@ std::string CudaBackend::name() const {
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
       ctx_->gemv_deep_mma() ? "" : ", no one-wave MMA GEMV build",
       options_.decode_stack ? ", decode stack" : "",
+      options_.fused_mlp_sum_in_kernel ? ", MLP splits summed in its launch"
+                                       : "",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
       options_.f16_kv_cache ? "" : ", f32 KV cache",

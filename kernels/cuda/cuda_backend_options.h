@@ -137,9 +137,12 @@ struct CudaBackendOptions {
   // DYNSPARSE_CUDA_EARLY_MLP=0 turns it off (A/B timing).
   bool early_mlp_copies = true;
   // The fused sparse MLP sums its splits in its own launch (the last block of
-  // each column block) instead of a ReduceSplits launch after it.
-  // DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=0 turns it off (A/B timing).
-  bool fused_mlp_sum_in_kernel = true;
+  // each column block) instead of a ReduceSplits launch after it. Off: on an
+  // H100 (run 176) it tied at OPT-66B keep 0.1 (14 splits, 51.1 against 50.9
+  // us) and lost where a split sum walks many splits (62 at OPT-66B keep
+  // 0.25: 125.8 against 117.4 us). DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=1 turns
+  // it on (A/B timing).
+  bool fused_mlp_sum_in_kernel = false;
   // A step of 2-8 rows (bench --batch, a LazyLLM step's revived rows) runs
   // q/k/v and up/gate as one GEMV each, as one row does, writing each
   // weight's own [rows, out] output (GemvOptions::segment_ends), instead of

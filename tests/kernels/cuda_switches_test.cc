@@ -51,7 +51,7 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
     if (t.name == "EARLY_MLP") EXPECT_FALSE(o.early_mlp_copies) << var;
     if (t.name == "MLP_SUM_IN_KERNEL") {
-      EXPECT_FALSE(o.fused_mlp_sum_in_kernel) << var;
+      EXPECT_TRUE(o.fused_mlp_sum_in_kernel) << var;
     }
     if (t.name == "ROW_GROUPS") EXPECT_FALSE(o.fused_row_groups) << var;
     if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
