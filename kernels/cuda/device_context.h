@@ -137,10 +137,10 @@ class DeviceContext {
   bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
   void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
   // A tensor-core GEMV (batch 3-8) whose grid fits the GPU in one wave runs
-  // the build with twice the loads in flight a warp and its first loads
-  // before the PDL wait (gemv_kernels.cu, GemvMmaKernel's kDeep; H100, run
-  // 174: 4096x4096 at 4 rows 14.6 -> 13.7 us, a decode step of 4 rows -2.5%;
-  // DYNSPARSE_CUDA_DEEP_MMA=0 turns it off).
+  // the build with twice the loads in flight a warp and its first weight
+  // loads before the PDL wait (gemv_kernels.cu, GemvMmaKernel's kDeep; the
+  // down projection then unsplit; H100, run 176: a decode step of 4 rows
+  // -2.2%; DYNSPARSE_CUDA_DEEP_MMA=0 turns it off).
   bool gemv_deep_mma() const { return deep_mma_; }
   void set_gemv_deep_mma(bool on) { deep_mma_ = on; }
 

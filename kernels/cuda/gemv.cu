@@ -201,6 +201,16 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
     plan.warps_per_row = kMmaWarps;
     plan.grid_blocks = CeilDiv(out, kMmaRows);
     const int64_t split_units = CeilDiv(chunks, kMmaSplitChunks);
+    // Blocks the one-wave build holds at once (0: it is off).
+    int64_t deep_capacity = 0;
+    if (ctx.gemv_deep_mma()) {
+      const KernelFn deep =
+          LaunchedKernel(ctx, w.dtype(), batch, plan.path, false, false,
+                         nullptr, /*deep_mma=*/true);
+      absl::StatusOr<int> deep_per_sm = BlocksPerSm(ctx, deep, threads);
+      if (!deep_per_sm.ok()) return deep_per_sm.status();
+      deep_capacity = int64_t{*deep_per_sm} * ctx.sm_count();
+    }
     int64_t splits = options.k_splits;
     if (splits == 0) {
       splits = 1;
@@ -210,10 +220,13 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         splits = std::min(CeilDiv(2 * ctx.sm_count(), plan.grid_blocks),
                           std::max<int64_t>(1, split_units / 2));
       } else if (2 * plan.grid_blocks <= resident_blocks &&
+                 plan.grid_blocks > deep_capacity &&
                  static_cast<double>(out) * in * DTypeSize(w.dtype()) >= 64e6) {
         // The GPU could hold twice the blocks and the weights are large
         // enough (>= 64 MB, ~15 us) to amortise the reduce launch: two
         // splits double the warps in flight (4096x11008: 37.6 -> 30.3 us).
+        // Where the one-wave build holds the unsplit grid it doubles the
+        // loads in flight a warp instead, without the reduce launch.
         splits = 2;
       }
     }
@@ -223,16 +236,8 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
         std::max<int64_t>(1, units_per_split) * kMmaSplitChunks;
     plan.k_splits = static_cast<int>(
         std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
-    if (ctx.gemv_deep_mma()) {
-      // The one-wave build when its fewer blocks an SM still hold the grid.
-      const KernelFn deep =
-          LaunchedKernel(ctx, w.dtype(), batch, plan.path, false, false,
-                         nullptr, /*deep_mma=*/true);
-      absl::StatusOr<int> deep_per_sm = BlocksPerSm(ctx, deep, threads);
-      if (!deep_per_sm.ok()) return deep_per_sm.status();
-      plan.deep_mma = plan.grid_blocks * plan.k_splits <=
-                      int64_t{*deep_per_sm} * ctx.sm_count();
-    }
+    // The one-wave build when its fewer blocks an SM still hold the grid.
+    plan.deep_mma = plan.grid_blocks * plan.k_splits <= deep_capacity;
     return plan;
   }
 

@@ -657,6 +657,28 @@ TEST_F(GemvTest, DeepMmaKeepsTheBits) {
   }
 }
 
+// The down projection of a few-row step (4096 x 11008, 90 MB): the register
+// build splits K in two (512 blocks) to double the warps in flight; where the
+// one-wave build holds the 256 unsplit blocks it takes them instead (its
+// deeper loads in place of the split, no reduce launch).
+TEST_F(GemvTest, OneWaveBuildTakesTheDownProjectionUnsplit) {
+  if (ctx().sm_count() < 128) GTEST_SKIP() << "256 blocks need 128 SMs";
+  const Tensor x = Upload(RandomHost({4, 11008}));
+  const Tensor w = Upload(RandomHost({4096, 11008}, DType::kF16));
+  GemvOptions options;
+  options.path = GemvPath::kTensorCore;
+  ctx().set_gemv_deep_mma(false);
+  absl::StatusOr<GemvPlan> split = PlanGemv(ctx(), x, w, options);
+  ctx().set_gemv_deep_mma(true);
+  absl::StatusOr<GemvPlan> whole = PlanGemv(ctx(), x, w, options);
+  ASSERT_TRUE(split.ok()) << split.status();
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(split->k_splits, 2) << split->DebugString();
+  EXPECT_FALSE(split->deep_mma);
+  EXPECT_EQ(whole->k_splits, 1) << whole->DebugString();
+  EXPECT_TRUE(whole->deep_mma) << whole->DebugString();
+}
+
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
   const Tensor w = Upload(RandomHost({16, 64}, DType::kF16));
   const Tensor gamma = Upload(RandomHost({64}, DType::kF16));
