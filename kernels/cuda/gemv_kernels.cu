@@ -502,6 +502,18 @@ struct MmaOps<__half> {
   }
 };
 
+// x, read after the PDL wait. __ldg (ld.global.nc) promises that x does not
+// change while the kernel runs, and with the deep build's weight loads ahead
+// of the wait ptxas used that promise to hoist x's loads above
+// griddepcontrol.wait (run 175's wrong results; its SASS; now checked by
+// tools/sass_check/pdl_load_order.py), so the deep build reads x with
+// coherent loads.
+template <bool kCoherent>
+__device__ __forceinline__ float4 LoadMmaX(const float4* p) {
+  if constexpr (kCoherent) return __ldca(p);
+  return __ldg(p);
+}
+
 // Block = 8 warps on one 16-row group; warp w takes units w, w + 8, ... of
 // this K split. Lane (g = lane / 4, t = lane % 4) loads, per unit, kMmaV
 // adjacent 16-byte chunks of rows g and g + 8 at chunk u + t * kMmaV + v, and
@@ -520,18 +532,7 @@ struct MmaOps<__half> {
 // kMmaDeepU units at once instead (twice the bytes in flight, half the
 // round trips) and, with a.early_loads, its first units before the PDL
 // wait, as the CUDA-core kernel does. Same units in the same order, so the
-// same bits.
-// x, read after the PDL wait. __ldg (ld.global.nc) promises that x does not
-// change while the kernel runs, and with the deep build's weight loads ahead
-// of the wait ptxas used that promise to hoist x's loads above
-// griddepcontrol.wait (run 175's wrong results; its SASS, checked by
-// tools/pdl_load_order.py), so the deep build reads x with coherent loads.
-template <bool kCoherent>
-__device__ __forceinline__ float4 LoadMmaX(const float4* p) {
-  if constexpr (kCoherent) return __ldca(p);
-  return __ldg(p);
-}
-
+// same bits; it reads x through LoadMmaX's coherent loads.
 template <typename T, int B, bool kDeep = false>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
   constexpr int kU = kDeep ? kMmaDeepU : kMmaU;
