@@ -143,6 +143,16 @@ struct CudaBackendOptions {
   // 0.25: 125.8 against 117.4 us). DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=1 turns
   // it on (A/B timing).
   bool fused_mlp_sum_in_kernel = false;
+  // The fused sparse MLP's blocks of a cluster take the up projections of
+  // their split from a counter in the cluster instead of a fixed share each
+  // (on an H100, run 176, blocks that share an SM with another finished the
+  // up phase up to 2x later than those alone). DYNSPARSE_CUDA_MLP_CLAIM=1
+  // turns it on (A/B timing).
+  bool fused_mlp_claim_units = false;
+  // The fused sparse MLP's grid of one block an SM (half the clusters, each
+  // block alone on its SM) instead of up to two. DYNSPARSE_CUDA_MLP_ONE_BLOCK=1
+  // turns it on (A/B timing).
+  bool fused_mlp_one_block_an_sm = false;
   // A step of 2-8 rows (bench --batch, a LazyLLM step's revived rows) runs
   // q/k/v and up/gate as one GEMV each, as one row does, writing each
   // weight's own [rows, out] output (GemvOptions::segment_ends), instead of

@@ -86,6 +86,13 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
   return now;
 }
 
+// The SM this thread runs on (which blocks share one, in timelines).
+__device__ __forceinline__ uint32_t SmId() {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
+
 // Programmatic dependent launch (sm_90+): a kernel launched with
 // LaunchKernel(pdl = true) may start while the previous kernel in the stream
 // is still finishing; it must call PdlWait() before touching memory that

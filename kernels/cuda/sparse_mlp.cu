@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         bool early, float* __restrict__ partial,
+                         bool early, bool claim, float* __restrict__ partial,
                          const void* b_down, FloatKind dk,
                          int32_t* __restrict__ counters, float* __restrict__ y,
                          uint64_t* __restrict__ timeline) {
@@ -113,21 +113,37 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
-  // Units j0 + rank + kCluster * i.
-  const int mine = (n - rank + kCluster - 1) / kCluster;
+  // The split's unit (index into s_ids) of this block's i-th up projection,
+  // or -1 past its last: rank + kCluster * i, except that with `claim` those
+  // from kUpStages - 1 on are taken one at a time from a counter in rank 0's
+  // shared memory (s_next), so a block alone on its SM takes more units
+  // than two blocks that share one. A unit's activation is the same
+  // whichever block computes it (the same thread-to-chunk map).
+  __shared__ int32_t s_units[kMaxBlockUnits];  // Claimed units.
+  __shared__ int32_t s_next;                   // Rank 0's: next unclaimed.
+  auto unit = [&](int i) -> int {
+    if (i >= kMaxBlockUnits) return -1;
+    if (claim && i >= kUpStages - 1) return s_units[i];
+    const int q = rank + kCluster * i;
+    return q < n ? q : -1;
+  };
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
   // Timeline runs only: thread 0's global time at each FusedMlpEvent.
-  auto mark = [&](FusedMlpEvent e) {
+  auto stamp = [&](int at, uint64_t value) {
     if (timeline != nullptr && tid == 0) {
-      timeline[(blockIdx.y * gridDim.x + blockIdx.x) * kFusedMlpEvents +
-               static_cast<int>(e)] = GlobalTimerNs();
+      timeline[(blockIdx.y * gridDim.x + blockIdx.x) * kFusedMlpStamps + at] =
+          value;
     }
+  };
+  auto mark = [&](FusedMlpEvent e) {
+    stamp(static_cast<int>(e), GlobalTimerNs());
   };
   // 1. Up projection of this block's units: thread t's chunks t and
   // t + threads of each row, kUpStages units ahead.
   auto copy_up = [&](int i) {
-    if (i < mine) {
-      const int64_t row = s_ids[rank + kCluster * i];
+    const int q = unit(i);
+    if (q >= 0) {
+      const int64_t row = s_ids[q];
       const int base = (i % kUpStages) * kRows * 2;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
@@ -144,6 +160,13 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // that kernel (the split reduction, a norm); x is its output, read after.
   // A kernel releases its successor only after its own PdlWait, so whatever
   // the kernels before it wrote is complete when this one starts.
+  if (claim && rank == 0 && tid == 0) {
+    s_next = kCluster * (kUpStages - 1);  // The units before are fixed.
+    // Before other blocks' claims (after the cluster barrier below); first
+    // in the kernel, while no load of this thread is outstanding for the
+    // fence (a MEMBAR.ALL.GPU) to wait for.
+    ClusterReleaseFence();
+  }
   auto read_ids = [&] {
     for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
   };
@@ -155,6 +178,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   }
   PdlWait();
   mark(FusedMlpEvent::kBegins);
+  stamp(kFusedMlpSmSlot, SmId());
   if (!early) read_ids();
   if (tid == 0) PushBarrierInit(&s_pushed, static_cast<uint32_t>(n) * 4);
   float xv[2][8];
@@ -166,7 +190,25 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #pragma unroll
     for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
   }
-  for (int i = 0; i < mine; ++i) {
+  // A block claims only while it still has a unit to push, so rank 0,
+  // which waits for every push, outlives every claim on its s_next.
+  int* const next = claim ? cluster.map_shared_rank(&s_next, 0) : nullptr;
+  auto claim_one = [&] {
+    const int q = atomicAdd(next, 1);
+    return q < n ? q : -1;
+  };
+  if (claim) {
+    ClusterWait();  // s_next is set (and every block's s_pushed).
+    if (tid == 0 && unit(0) >= 0) s_units[kUpStages - 1] = claim_one();
+  }
+  int mine = 0;  // Units this block computes.
+  for (;; ++mine) {
+    const int i = mine;
+    if (claim) __syncthreads();  // s_units[i + kUpStages - 1] is in.
+    if (unit(i) < 0) break;
+    const bool claims = claim && tid == 0 && i + kUpStages < kMaxBlockUnits;
+    // Issued here, stored after this unit's loads: off the loop's path.
+    const int claimed = claims ? claim_one() : -1;
     copy_up(i + kUpStages - 1);
     CpAsyncWait<kUpStages - 1>();
     const int base = (i % kUpStages) * kRows * 2;
@@ -189,17 +231,18 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
       s_red[warp][i] = acc;
       if constexpr (kGated) s_red[warp][kMaxBlockUnits + i] = accg;
     }
+    if (claims) s_units[i + kUpStages] = claimed;
   }
   __syncthreads();
   mark(FusedMlpEvent::kUpDone);
-  ClusterWait();  // Every block's s_pushed is initialised.
+  if (!claim) ClusterWait();  // Every block's s_pushed is initialised.
   if (tid < mine) {
     float sum = 0.f, sumg = 0.f;
     for (int w = 0; w < warps; ++w) {
       sum += s_red[w][tid];
       if constexpr (kGated) sumg += s_red[w][kMaxBlockUnits + tid];
     }
-    const int q = rank + kCluster * tid;
+    const int q = unit(tid);
     const int64_t row = s_ids[q];
     const float v = sum + LoadAsFloat(b_up, bk, row, 0.f);
     const float h =
@@ -324,13 +367,24 @@ size_t StagingSmem(int64_t d, bool gated, int cluster) {
       static_cast<size_t>((groups - 1) * (d / cluster) * 4));
 }
 
+// A grid of one block an SM asks for more than half an SM's shared memory,
+// so that no two blocks share one.
+size_t LaunchSmem(const DeviceContext& ctx, int64_t d, bool gated, int cluster,
+                  bool one_block_an_sm) {
+  const size_t staging = StagingSmem(d, gated, cluster);
+  if (!one_block_an_sm) return staging;
+  return std::max(staging,
+                  static_cast<size_t>(ctx.info().shared_memory_per_sm / 2));
+}
+
 cudaLaunchConfig_t Config(const DeviceContext& ctx, int64_t d, bool gated,
-                          int cluster, int splits,
+                          int cluster, bool one_block_an_sm, int splits,
                           cudaLaunchAttribute* attributes) {
   return ClusterLaunchConfig(
       dim3(static_cast<unsigned>(cluster), static_cast<unsigned>(splits)),
-      dim3(static_cast<unsigned>(d / 16)), StagingSmem(d, gated, cluster),
-      ctx.stream(), cluster, ctx.programmatic_launch(), attributes);
+      dim3(static_cast<unsigned>(d / 16)),
+      LaunchSmem(ctx, d, gated, cluster, one_block_an_sm), ctx.stream(),
+      cluster, ctx.programmatic_launch(), attributes);
 }
 
 // Calls f with the kernel for the weight type, activation, gating and
@@ -391,16 +445,18 @@ absl::Status ByKernel(DType dtype, Activation act, bool gated, int cluster,
 
 // Clusters of `cluster` blocks that fit on the GPU at once, 0 on error.
 int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
-                      bool gated, Activation activation, int cluster) {
+                      bool gated, Activation activation, int cluster,
+                      bool one_block_an_sm) {
   int clusters = 0;
   const absl::Status status = ByKernel(
       dtype, activation, gated, cluster,
       [&](auto kernel, auto t) -> absl::Status {
         // Above 48 KB of dynamic shared memory needs the opt-in, set to
-        // the most any hidden size asks for.
+        // the most any hidden size or grid asks for.
         DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-            static_cast<int>(StagingSmem(kMaxThreads * 16, gated, cluster))));
+            static_cast<int>(LaunchSmem(ctx, kMaxThreads * 16, gated, cluster,
+                                        /*one_block_an_sm=*/true))));
         // Above 8 blocks is a non-portable cluster size (sm_90 allows 16).
         if (cluster > 8) {
           DS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
@@ -408,7 +464,7 @@ int MaxActiveClusters(const DeviceContext& ctx, int64_t d, DType dtype,
         }
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
-            Config(ctx, d, gated, cluster, 1, attributes);
+            Config(ctx, d, gated, cluster, one_block_an_sm, 1, attributes);
         config.numAttrs = 1;
         DS_CUDA_RETURN_IF_ERROR(
             cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
@@ -425,7 +481,8 @@ bool IsFusedSparseMlpClusterSize(int cluster) {
 
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
-                                          Activation activation, int cluster) {
+                                          Activation activation, int cluster,
+                                          bool one_block_an_sm) {
   // Whole warps of d / 16 threads, split evenly into the cluster / 2 unit
   // groups of the transposed gather (clusters of 12: hidden a multiple of
   // 1536).
@@ -434,10 +491,10 @@ FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
       !IsFusedSparseMlpClusterSize(cluster) || (d / 16) % (cluster / 2) != 0) {
     return {};
   }
-  const int clusters =
-      MaxActiveClusters(ctx, d, dtype, gated, activation, cluster);
+  const int clusters = MaxActiveClusters(ctx, d, dtype, gated, activation,
+                                         cluster, one_block_an_sm);
   if (clusters == 0) return {};
-  return {cluster, clusters};
+  return {cluster, clusters, one_block_an_sm};
 }
 
 int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
@@ -493,7 +550,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
         using T = decltype(t);
         cudaLaunchAttribute attributes[2];
         cudaLaunchConfig_t config =
-            Config(ctx, d, w_gate != nullptr, cluster, splits, attributes);
+            Config(ctx, d, w_gate != nullptr, cluster,
+                   launch.grid.one_block_an_sm, splits, attributes);
         DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
             &config, kernel, x.data<float>(), static_cast<int>(d),
             static_cast<const T*>(w_up.raw_data()),
@@ -502,7 +560,8 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, launch.early_copies, scratch,
+            static_cast<int>(k), splits, launch.early_copies,
+            launch.claim_units, scratch,
             b_down.empty() ? nullptr : b_down.raw_data(),
             b_down.empty() ? FloatKind::kNone : ToFloatKind(b_down.dtype()),
             counters, y->data<float>(), timeline));

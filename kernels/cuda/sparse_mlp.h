@@ -19,10 +19,13 @@ namespace dynsparse::cuda {
 
 // FusedSparseMlp's grid: clusters of `cluster` column blocks (4, 8, 12 or 16)
 // of one split each, of which `clusters` fit on the GPU at once; clusters == 0
-// when the kernel does not apply.
+// when the kernel does not apply. `one_block_an_sm`: each block asks for half
+// an SM's shared memory, so no two share an SM (else up to two do, and those
+// that share one stream more slowly than those alone).
 struct FusedSparseMlpGrid {
   int cluster = 0;
   int clusters = 0;
+  bool one_block_an_sm = false;
 };
 // Whether the kernel is built for clusters of `cluster` blocks (4, 8, 12, 16).
 bool IsFusedSparseMlpClusterSize(int cluster);
@@ -38,7 +41,8 @@ constexpr int FusedSparseMlpMaxSplitUnits(int cluster) {
 // split into cluster / 2 equal groups (clusters of 12: d a multiple of 1536).
 FusedSparseMlpGrid FusedSparseMlpClusters(const DeviceContext& ctx, int64_t d,
                                           DType dtype, bool gated,
-                                          Activation activation, int cluster);
+                                          Activation activation, int cluster,
+                                          bool one_block_an_sm = false);
 // Splits of the kept units (one wave of the grid's clusters) for
 // FusedSparseMlp, or 0 when it does not apply to these tensors: more than
 // one row, unaligned data, or more kept units a split than
@@ -52,10 +56,14 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
 // `early_copies`: the caller knows the ids were complete before the kernel
 // ahead of this launch in the stream began (not its output), so the kernel
 // reads them and starts its first weight copies before its PDL wait.
+// `claim_units`: the blocks of a cluster take the split's up projections
+// from a shared counter instead of a fixed share each, so that blocks that
+// share an SM take fewer.
 struct FusedSparseMlpLaunch {
   FusedSparseMlpGrid grid;
   int splits = 0;
   bool early_copies = false;
+  bool claim_units = false;
 };
 // The first of `grids` (in order of preference) whose splits hold the k
 // kept units of these tensors.
@@ -74,7 +82,7 @@ FusedSparseMlpLaunch FirstFittingGrid(
 // them zero): the last block of each column block sums the splits in the
 // launch; nullptr: a ReduceSplits launch does. No two launches may run on
 // the same counters at once. A `timeline` (device, splits * cluster *
-// kFusedMlpEvents) gets each block's event times.
+// kFusedMlpStamps) gets each block's event times and SM.
 absl::Status FusedSparseMlp(
     DeviceContext& ctx, const Tensor& x, const Tensor& w_up, const Tensor& b_up,
     const Tensor* w_gate, const Tensor* b_gate, const Tensor& w_down_t,

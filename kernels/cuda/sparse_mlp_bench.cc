@@ -118,7 +118,7 @@ void Timeline(CudaBackend& b, const Shape2& sh, double keep,
     return;
   }
   const int blocks = splits * grid.cluster;
-  const int64_t per_call = int64_t{blocks} * kFusedMlpEvents;
+  const int64_t per_call = int64_t{blocks} * kFusedMlpStamps;
   // 64-bit stamps in an i32 tensor of twice the length.
   const Tensor stamps = Device(b, DType::kI32, {2 * per_graph * per_call});
   auto* stamp_data = static_cast<uint64_t*>(stamps.raw_data());

@@ -2,6 +2,7 @@
 #include "kernels/cuda/sparse_mlp_timeline.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,16 +24,16 @@ double Median(std::vector<double> v) {
 
 absl::StatusOr<FusedMlpTimeline> SummarizeFusedMlpTimeline(
     absl::Span<const uint64_t> stamps, int calls, int blocks) {
-  const int64_t per_call = int64_t{blocks} * kFusedMlpEvents;
+  const int64_t per_call = int64_t{blocks} * kFusedMlpStamps;
   if (calls < 2 || blocks < 1 ||
       stamps.size() != static_cast<size_t>(calls * per_call)) {
     return absl::InvalidArgumentError(
         absl::StrCat("FusedMlpTimeline: ", stamps.size(), " stamps for ", calls,
                      " launches of ", blocks, " blocks (needs >= 2 launches, ",
-                     kFusedMlpEvents, " stamps a block)"));
+                     kFusedMlpStamps, " stamps a block)"));
   }
   auto at = [&](int call, int block, int e) {
-    return stamps[call * per_call + int64_t{block} * kFusedMlpEvents + e];
+    return stamps[call * per_call + int64_t{block} * kFusedMlpStamps + e];
   };
   auto first_begin = [&](int call) {
     uint64_t t0 = UINT64_MAX;
@@ -42,19 +43,32 @@ absl::StatusOr<FusedMlpTimeline> SummarizeFusedMlpTimeline(
   // Per call: each event's min / median / max over the blocks since the
   // call's first begin; then the median of each over the calls.
   std::vector<std::vector<double>> stat(kFusedMlpEvents * 3);
-  std::vector<double> spans, gaps;
+  std::vector<std::vector<double>> by_sm(kFusedMlpEvents * 2);
+  std::vector<double> spans, gaps, shared_counts;
   for (int call = 0; call < calls; ++call) {
     const uint64_t t0 = first_begin(call);
     uint64_t last = 0;
+    std::map<uint64_t, int> on_sm;  // Blocks a SM id.
     for (int blk = 0; blk < blocks; ++blk) {
       last = std::max(last, at(call, blk, kFusedMlpEvents - 1));
+      ++on_sm[at(call, blk, kFusedMlpSmSlot)];
     }
+    int shared = 0;
+    for (int blk = 0; blk < blocks; ++blk) {
+      shared += on_sm[at(call, blk, kFusedMlpSmSlot)] > 1;
+    }
+    shared_counts.push_back(shared);
     for (int e = 0; e < kFusedMlpEvents; ++e) {
-      std::vector<double> us(blocks);
+      std::vector<double> us(blocks), kind_us[2];
       for (int blk = 0; blk < blocks; ++blk) {
         us[blk] =
             (static_cast<double>(at(call, blk, e)) - static_cast<double>(t0)) *
             1e-3;
+        kind_us[on_sm[at(call, blk, kFusedMlpSmSlot)] > 1].push_back(us[blk]);
+      }
+      for (int kind = 0; kind < 2; ++kind) {
+        by_sm[2 * e + kind].push_back(
+            kind_us[kind].empty() ? 0.0 : Median(kind_us[kind]));
       }
       std::sort(us.begin(), us.end());
       stat[3 * e].push_back(us.front());
@@ -74,8 +88,12 @@ absl::StatusOr<FusedMlpTimeline> SummarizeFusedMlpTimeline(
   out.calls = calls;
   out.span_us = Median(spans);
   out.between_calls_us = Median(gaps);
+  out.shared_sm_blocks = static_cast<int>(Median(shared_counts));
   for (int e = 0; e < kFusedMlpEvents; ++e) {
     for (int q = 0; q < 3; ++q) out.events_us[e][q] = Median(stat[3 * e + q]);
+    for (int kind = 0; kind < 2; ++kind) {
+      out.by_sm_us[e][kind] = Median(by_sm[2 * e + kind]);
+    }
   }
   return out;
 }
@@ -84,13 +102,18 @@ std::string FusedMlpTimelineJson(const FusedMlpTimeline& timeline,
                                  const std::string& label) {
   std::string json = absl::StrFormat(
       "{\"timeline\": \"%s\", \"blocks\": %d, \"calls\": %d, \"span_us\": "
-      "%.2f, \"between_calls_us\": %.2f",
+      "%.2f, \"between_calls_us\": %.2f, \"shared_sm_blocks\": %d",
       label, timeline.blocks, timeline.calls, timeline.span_us,
-      timeline.between_calls_us);
+      timeline.between_calls_us, timeline.shared_sm_blocks);
   for (int e = 0; e < kFusedMlpEvents; ++e) {
     absl::StrAppendFormat(&json, ", \"%s_us\": [%.2f, %.2f, %.2f]",
                           kEventNames[e], timeline.events_us[e][0],
                           timeline.events_us[e][1], timeline.events_us[e][2]);
+  }
+  for (int e = 0; e < kFusedMlpEvents; ++e) {
+    absl::StrAppendFormat(&json, ", \"%s_by_sm_us\": [%.2f, %.2f]",
+                          kEventNames[e], timeline.by_sm_us[e][0],
+                          timeline.by_sm_us[e][1]);
   }
   return json + "}";
 }

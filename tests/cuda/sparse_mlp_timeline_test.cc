@@ -2,7 +2,8 @@
 // kernels/cuda/sparse_mlp_timeline.h): event times are in order within every
 // block, so each statistic over the blocks keeps that order, the span is the
 // last write, and the next launch begins no earlier than the previous one's
-// last write. Skips without a CUDA device.
+// last write; the SM ids show blocks that share an SM, and none on a grid of
+// one block an SM. Skips without a CUDA device.
 #include "kernels/cuda/sparse_mlp_timeline.h"
 
 #include <cuda_runtime.h>
@@ -12,6 +13,8 @@
 #include <random>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/sparse_mlp.h"
@@ -54,39 +57,46 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
                       upload({kHidden}, DType::kF16)});
   }
   DeviceContext& ctx = b.context();
+  // kCalls back-to-back launches (as in decode) on `grid`, summarised.
+  constexpr int kCalls = 4;
+  auto timeline =
+      [&](const FusedSparseMlpGrid& grid) -> absl::StatusOr<FusedMlpTimeline> {
+    const int splits = FusedSparseMlpSplits(grid, x, copies[0].w_up, nullptr,
+                                            copies[0].w_down_t, kKept);
+    if (splits == 0) return absl::FailedPreconditionError("no fused kernel");
+    const int blocks = splits * grid.cluster;
+    const int64_t per_call = int64_t{blocks} * kFusedMlpStamps;
+    // 64-bit stamps in an i32 tensor of twice the length.
+    ASSIGN_OR_RETURN(Tensor stamps,
+                     AllocateDevice(ctx, DType::kI32, {2 * kCalls * per_call}));
+    auto* stamp_data = static_cast<uint64_t*>(stamps.raw_data());
+    Tensor scratch = b.Allocate(DType::kF32, {splits * kHidden});
+    Tensor y = b.Allocate(DType::kF32, {1, kHidden});
+    for (int call = 0; call < kCalls; ++call) {
+      const Weights& w = copies[call % copies.size()];
+      RETURN_IF_ERROR(FusedSparseMlp(
+          ctx, x, w.w_up, w.b_up, nullptr, nullptr, w.w_down_t, w.b_down,
+          device_ids->data<int32_t>(), kKept, Activation::kRelu, {grid, splits},
+          scratch.data<float>(), b.FusedMlpCounters(), &y,
+          stamp_data + call * per_call));
+    }
+    RETURN_IF_ERROR(ctx.Synchronize());
+    std::vector<uint64_t> host(kCalls * per_call);
+    if (cudaMemcpy(host.data(), stamp_data, host.size() * sizeof(uint64_t),
+                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return absl::InternalError("stamps not copied");
+    }
+    return SummarizeFusedMlpTimeline(host, kCalls, blocks);
+  };
   const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
       ctx, kHidden, DType::kF16, false, Activation::kRelu, /*cluster=*/8);
-  const int splits = FusedSparseMlpSplits(grid, x, copies[0].w_up, nullptr,
-                                          copies[0].w_down_t, kKept);
-  if (ctx.info().major < 9) {
-    EXPECT_EQ(splits, 0);  // The fused kernel needs clusters (sm_90).
+  if (ctx.info().major < 9) {  // The fused kernel needs clusters (sm_90).
+    EXPECT_EQ(FusedSparseMlpSplits(grid, x, copies[0].w_up, nullptr,
+                                   copies[0].w_down_t, kKept),
+              0);
     return;
   }
-  ASSERT_GT(splits, 0);
-  constexpr int kCalls = 4;
-  const int blocks = splits * grid.cluster;
-  const int64_t per_call = int64_t{blocks} * kFusedMlpEvents;
-  // 64-bit stamps in an i32 tensor of twice the length.
-  auto stamps = AllocateDevice(ctx, DType::kI32, {2 * kCalls * per_call});
-  ASSERT_TRUE(stamps.ok()) << stamps.status();
-  auto* stamp_data = static_cast<uint64_t*>(stamps->raw_data());
-  Tensor scratch = b.Allocate(DType::kF32, {splits * kHidden});
-  Tensor y = b.Allocate(DType::kF32, {1, kHidden});
-  for (int call = 0; call < kCalls; ++call) {  // Back to back, as in decode.
-    const Weights& w = copies[call % copies.size()];
-    ASSERT_TRUE(
-        FusedSparseMlp(ctx, x, w.w_up, w.b_up, nullptr, nullptr, w.w_down_t,
-                       w.b_down, device_ids->data<int32_t>(), kKept,
-                       Activation::kRelu, {grid, splits}, scratch.data<float>(),
-                       b.FusedMlpCounters(), &y, stamp_data + call * per_call)
-            .ok());
-  }
-  ASSERT_TRUE(ctx.Synchronize().ok());
-  std::vector<uint64_t> host(kCalls * per_call);
-  ASSERT_EQ(cudaMemcpy(host.data(), stamp_data, host.size() * sizeof(uint64_t),
-                       cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  auto timed = SummarizeFusedMlpTimeline(host, kCalls, blocks);
+  auto timed = timeline(grid);
   ASSERT_TRUE(timed.ok()) << timed.status();
   EXPECT_EQ(timed->events_us[0][0], 0.0);  // The first block's begin.
   for (int e = 0; e < kFusedMlpEvents; ++e) {
@@ -101,6 +111,17 @@ TEST(FusedMlpTimelineTest, EventsAreOrderedAndTheSpanIsTheLastWrite) {
   }
   EXPECT_EQ(timed->span_us, timed->events_us[kFusedMlpEvents - 1][2]);
   EXPECT_GE(timed->between_calls_us, 0.0);  // After the reduction.
+  // The SM ids: more blocks than SMs must put two on some SM.
+  if (timed->blocks > ctx.info().sm_count) {
+    EXPECT_GE(timed->shared_sm_blocks, 2);
+  }
+  // A grid of one block an SM puts none together.
+  auto alone = timeline(FusedSparseMlpClusters(ctx, kHidden, DType::kF16, false,
+                                               Activation::kRelu, /*cluster=*/8,
+                                               /*one_block_an_sm=*/true));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LE(alone->blocks, ctx.info().sm_count);
+  EXPECT_EQ(alone->shared_sm_blocks, 0);
 }
 
 }  // namespace

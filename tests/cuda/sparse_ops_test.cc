@@ -366,14 +366,25 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
                 << where;
             continue;
           }
-          Tensor scratch = gpu_->Allocate(DType::kF32, {splits * d});
-          auto fused = [&](bool early_copies, int32_t* counters, Tensor* out) {
+          // One block an SM: at most as many blocks as SMs, fewer splits
+          // (another summation order); run below with claimed units.
+          const FusedSparseMlpGrid alone = FusedSparseMlpClusters(
+              ctx, d, dt, gated, act, cluster, /*one_block_an_sm=*/true);
+          EXPECT_LE(alone.clusters * cluster, ctx.info().sm_count) << where;
+          const int alone_splits =
+              FusedSparseMlpSplits(alone, dx, dw, dgate, dwt, k);
+          Tensor scratch =
+              gpu_->Allocate(DType::kF32, {std::max(splits, alone_splits) * d});
+          auto run = [&](const FusedSparseMlpLaunch& launch, int32_t* counters,
+                         Tensor* out) {
             // NaN first: a y the kernel failed to write shows.
             EXPECT_TRUE(FillBytes(ctx, 0xff, out).ok());
             return FusedSparseMlp(ctx, dx, dw, db, dgate, gated ? &db : nullptr,
                                   dwt, dbd, dids.data<int32_t>(), k, act,
-                                  {grid, splits, early_copies},
-                                  scratch.data<float>(), counters, out);
+                                  launch, scratch.data<float>(), counters, out);
+          };
+          auto fused = [&](bool early_copies, int32_t* counters, Tensor* out) {
+            return run({grid, splits, early_copies}, counters, out);
           };
           Tensor dy = gpu_->Allocate(DType::kF32, {1, d});
           ASSERT_TRUE(fused(false, nullptr, &dy).ok()) << where;
@@ -406,12 +417,34 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
               first = got;
               EXPECT_LT(ScaledErr(got, ref.ToF32Vector(), out_scale), 1e-5)
                   << where << " summed in the launch";
-              if (cluster == 16) EXPECT_EQ(got, Down(dy)) << where;
+              if (cluster == 16) {
+                EXPECT_EQ(got, Down(dy)) << where;
+              }
             } else {
               EXPECT_EQ(got, first) << where << " summed in the launch again";
             }
           }
           EXPECT_EQ(DownI32(counters), std::vector<int32_t>(16, 0)) << where;
+          // Up projections claimed from the cluster's counter: each unit's
+          // activation is the same whichever block computes it, so the same
+          // bits, with and without the early copies.
+          for (bool early_copies : {false, true}) {
+            Tensor claimed = gpu_->Allocate(DType::kF32, {1, d});
+            ASSERT_TRUE(run({grid, splits, early_copies, /*claim_units=*/true},
+                            nullptr, &claimed)
+                            .ok())
+                << where;
+            EXPECT_EQ(Down(claimed), Down(dy)) << where << " claimed units";
+          }
+          if (alone_splits > 0) {
+            Tensor alone_y = gpu_->Allocate(DType::kF32, {1, d});
+            ASSERT_TRUE(
+                run({alone, alone_splits, false, true}, nullptr, &alone_y).ok())
+                << where;
+            EXPECT_LT(ScaledErr(Down(alone_y), ref.ToF32Vector(), out_scale),
+                      1e-5)
+                << where << " one block an SM";
+          }
         }
         Tensor dh = gpu_->Allocate(DType::kF32, {1, k});
         Tensor dy = gpu_->Allocate(DType::kF32, {1, d});

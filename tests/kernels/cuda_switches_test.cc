@@ -53,6 +53,10 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     if (t.name == "MLP_SUM_IN_KERNEL") {
       EXPECT_TRUE(o.fused_mlp_sum_in_kernel) << var;
     }
+    if (t.name == "MLP_CLAIM") EXPECT_TRUE(o.fused_mlp_claim_units) << var;
+    if (t.name == "MLP_ONE_BLOCK") {
+      EXPECT_TRUE(o.fused_mlp_one_block_an_sm) << var;
+    }
     if (t.name == "ROW_GROUPS") EXPECT_FALSE(o.fused_row_groups) << var;
     if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
     if (t.name == "TOP_COUNT_BINS") EXPECT_FALSE(o.top_count_bins) << var;
