@@ -47,13 +47,6 @@ __device__ __forceinline__ void ClusterWait() {
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 }
 
-// Orders this thread's earlier shared-memory stores before the relaxed
-// arrive that follows, for blocks that read them after their ClusterWait
-// (an acquire).
-__device__ __forceinline__ void ClusterReleaseFence() {
-  asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
-}
-
 // Stores v at `dst` (this block's address of a shared variable) in the block
 // of cluster rank `rank`, completing 4 bytes on that block's `bar`.
 __device__ __forceinline__ void Push(float* dst, float v, uint64_t* bar,

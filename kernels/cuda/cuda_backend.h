@@ -189,7 +189,8 @@ class CudaBackend : public Backend {
                  const Tensor& ids, Activation act, Tensor* hidden,
                  Tensor* y) override;
   // The fused kernel's grid and splits GatherMlp runs for k kept units of
-  // these tensors under the options (splits 0: the two gathers).
+  // these tensors under the options (splits 0: the two gathers): a grid of
+  // one block an SM first where options.fused_mlp_one_block_an_sm says so.
   FusedSparseMlpLaunch FusedMlpLaunch(const Tensor& x, const Tensor& w_up,
                                       const Tensor* w_gate,
                                       const Tensor& w_down_t, int64_t k,
@@ -234,6 +235,11 @@ class CudaBackend : public Backend {
   Tensor Transpose(const Tensor& w) override;
 
  private:
+  // FusedMlpLaunch's choice among grids of one block an SM or of two.
+  FusedSparseMlpLaunch FusedMlpGrid(const Tensor& x, const Tensor& w_up,
+                                    const Tensor* w_gate,
+                                    const Tensor& w_down_t, int64_t k,
+                                    Activation act, bool one_block_an_sm);
   // The DeviceAttentionArgs both attention ops share, their fields mixed
   // into `sig`; and the split-K decode launch with its scratch and counters.
   DeviceAttentionArgs DeviceArgs(const AttentionArgs& args, uint64_t* sig);
@@ -373,8 +379,8 @@ class CudaBackend : public Backend {
   std::vector<SideWork> side_work_;
   bool in_side_work_ = false;
   // FusedSparseMlpClusters by (hidden, weight dtype, gated, activation,
-  // cluster size).
-  std::map<std::tuple<int64_t, int, bool, int, int>, FusedSparseMlpGrid>
+  // cluster size, one block an SM).
+  std::map<std::tuple<int64_t, int, bool, int, int, bool>, FusedSparseMlpGrid>
       fused_mlp_grids_;
   // The indices the last op of the main stream wrote (TopK, TopCount); null
   // after any other op there (IdsSettled).

@@ -148,56 +148,66 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
       options_.fused_sparse_mlp == 2 ||
       (options_.fused_sparse_mlp == 1 && (x.numel() <= 9216 || k >= 8192));
   if (!wanted || x.device() != Device::kCuda) return {};
-  // The options are fixed for the backend's life, so they stay out of the
-  // key.
+  // The first grid of one block an SM that holds the units, where wanted,
+  // else the first grid of two.
+  const bool one_block_first = options_.fused_mlp_one_block_an_sm == 2 ||
+                               (options_.fused_mlp_one_block_an_sm == 1 &&
+                                w_gate == nullptr && x.numel() >= 7168);
+  if (one_block_first) {
+    const FusedSparseMlpLaunch alone =
+        FusedMlpGrid(x, w_up, w_gate, w_down_t, k, act, true);
+    if (alone.splits > 0) return alone;
+  }
+  return FusedMlpGrid(x, w_up, w_gate, w_down_t, k, act, false);
+}
+
+FusedSparseMlpLaunch CudaBackend::FusedMlpGrid(
+    const Tensor& x, const Tensor& w_up, const Tensor* w_gate,
+    const Tensor& w_down_t, int64_t k, Activation act, bool one_block_an_sm) {
   auto grid_of = [&](int cluster) -> FusedSparseMlpGrid {
-    const auto key =
-        std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
-                        w_gate != nullptr, static_cast<int>(act), cluster);
+    const auto key = std::make_tuple(x.numel(), static_cast<int>(w_up.dtype()),
+                                     w_gate != nullptr, static_cast<int>(act),
+                                     cluster, one_block_an_sm);
     auto it = fused_mlp_grids_.find(key);
     if (it == fused_mlp_grids_.end()) {
       it = fused_mlp_grids_
-               .emplace(key, FusedSparseMlpClusters(
-                                 *active_, x.numel(), w_up.dtype(),
-                                 w_gate != nullptr, act, cluster,
-                                 options_.fused_mlp_one_block_an_sm))
+               .emplace(key,
+                        FusedSparseMlpClusters(*active_, x.numel(),
+                                               w_up.dtype(), w_gate != nullptr,
+                                               act, cluster, one_block_an_sm))
                .first;
     }
     return it->second;
   };
-  FusedSparseMlpLaunch launch = [&]() -> FusedSparseMlpLaunch {
-    const int forced = static_cast<int>(options_.fused_sparse_mlp_cluster);
-    if (forced != 0) {
-      return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
-    }
-    // Of the sizes whose one wave holds the units, the larger ones mostly
-    // measured faster (fewer splits to reduce; H200, results/bench/
-    // h200_run107 .. h200_run116), but which wins moves with the machine (where
-    // the clusters land in the GPCs): gated Llama-2-7B keep 0.1 12.4 us at 16
-    // against 13.5 at 8; OPT-66B keep 0.1 at 16 (14 splits) ahead of 12 on
-    // four machines, behind 8 alone on two (40.1 against 39.1 us) yet ahead in
-    // their decode (14.78 against 14.85 ms, run 116); keep 0.25 89.5 at 4
-    // against the gathers' 91.8. Splits of more than ~290 units at 16 lost to
-    // 8 (OPT-30B keep 0.25, 341 units: 58.0 against 56.6 us, runs 115-116), as
-    // did ReLU MLPs narrower than 7168 (OPT-13B keep 0.25, run 109); 12 needs
-    // a hidden size that is a multiple of 1536.
-    if (w_gate != nullptr) {
-      return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
-                              w_gate, w_down_t, k);
-    }
-    if (x.numel() >= 7168) {
-      const FusedSparseMlpLaunch wide =
-          FirstFittingGrid({grid_of(16)}, x, w_up, w_gate, w_down_t, k);
-      if (wide.splits > 0 &&
-          (k + wide.splits - 1) / wide.splits <= kReluCluster16MaxSplitUnits) {
-        return wide;
-      }
-    }
-    return FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
+  const int forced = static_cast<int>(options_.fused_sparse_mlp_cluster);
+  if (forced != 0) {
+    return FirstFittingGrid({grid_of(forced)}, x, w_up, w_gate, w_down_t, k);
+  }
+  // Of the sizes whose one wave holds the units, the larger ones mostly
+  // measured faster (fewer splits to reduce; H200, results/bench/
+  // h200_run107 .. h200_run116), but which wins moves with the machine (where
+  // the clusters land in the GPCs): gated Llama-2-7B keep 0.1 12.4 us at 16
+  // against 13.5 at 8; OPT-66B keep 0.1 at 16 (14 splits) ahead of 12 on
+  // four machines, behind 8 alone on two (40.1 against 39.1 us) yet ahead in
+  // their decode (14.78 against 14.85 ms, run 116); keep 0.25 89.5 at 4
+  // against the gathers' 91.8. Splits of more than ~290 units at 16 lost to
+  // 8 (OPT-30B keep 0.25, 341 units: 58.0 against 56.6 us, runs 115-116), as
+  // did ReLU MLPs narrower than 7168 (OPT-13B keep 0.25, run 109); 12 needs
+  // a hidden size that is a multiple of 1536.
+  if (w_gate != nullptr) {
+    return FirstFittingGrid({grid_of(16), grid_of(8), grid_of(4)}, x, w_up,
                             w_gate, w_down_t, k);
-  }();
-  launch.claim_units = options_.fused_mlp_claim_units;
-  return launch;
+  }
+  if (x.numel() >= 7168) {
+    const FusedSparseMlpLaunch wide =
+        FirstFittingGrid({grid_of(16)}, x, w_up, w_gate, w_down_t, k);
+    if (wide.splits > 0 &&
+        (k + wide.splits - 1) / wide.splits <= kReluCluster16MaxSplitUnits) {
+      return wide;
+    }
+  }
+  return FirstFittingGrid({grid_of(12), grid_of(8), grid_of(4)}, x, w_up,
+                          w_gate, w_down_t, k);
 }
 
 void CudaBackend::GatherMlp(const Tensor& x, const Tensor& w_up,

@@ -48,9 +48,6 @@ constexpr OnOff kOnOff[] = {
     {"EARLY_MLP", &Options::early_mlp_copies},
     {"MLP_SUM_IN_KERNEL", &Options::fused_mlp_sum_in_kernel,
      /*one_turns_on=*/true},
-    {"MLP_CLAIM", &Options::fused_mlp_claim_units, /*one_turns_on=*/true},
-    {"MLP_ONE_BLOCK", &Options::fused_mlp_one_block_an_sm,
-     /*one_turns_on=*/true},
     {"ROW_GROUPS", &Options::fused_row_groups},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
@@ -84,6 +81,8 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
+    // Its grid of one block an SM: never, ReLU from hidden 7168, first.
+    {"MLP_ONE_BLOCK", &Options::fused_mlp_one_block_an_sm, 0, "0|1|2"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

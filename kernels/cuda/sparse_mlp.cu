@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
                          const void* b_gate, FloatKind gk,
                          const T* __restrict__ w_down_t,
                          const int32_t* __restrict__ ids, int k, int splits,
-                         bool early, bool claim, float* __restrict__ partial,
+                         bool early, float* __restrict__ partial,
                          const void* b_down, FloatKind dk,
                          int32_t* __restrict__ counters, float* __restrict__ y,
                          uint64_t* __restrict__ timeline) {
@@ -113,20 +113,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   const int s = blockIdx.y;
   const int j0 = static_cast<int>(static_cast<int64_t>(s) * k / splits);
   const int n = static_cast<int>(static_cast<int64_t>(s + 1) * k / splits) - j0;
-  // The split's unit (index into s_ids) of this block's i-th up projection,
-  // or -1 past its last: rank + kCluster * i, except that with `claim` those
-  // from kUpStages - 1 on are taken one at a time from a counter in rank 0's
-  // shared memory (s_next), so a block alone on its SM takes more units
-  // than two blocks that share one. A unit's activation is the same
-  // whichever block computes it (the same thread-to-chunk map).
-  __shared__ int32_t s_units[kMaxBlockUnits];  // Claimed units.
-  __shared__ int32_t s_next;                   // Rank 0's: next unclaimed.
-  auto unit = [&](int i) -> int {
-    if (i >= kMaxBlockUnits) return -1;
-    if (claim && i >= kUpStages - 1) return s_units[i];
-    const int q = rank + kCluster * i;
-    return q < n ? q : -1;
-  };
+  // Units j0 + rank + kCluster * i.
+  const int mine = (n - rank + kCluster - 1) / kCluster;
   auto slot = [&](int i) -> uint4* { return s_stage + i * threads + tid; };
   // Timeline runs only: thread 0's global time at each FusedMlpEvent.
   auto stamp = [&](int at, uint64_t value) {
@@ -141,9 +129,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // 1. Up projection of this block's units: thread t's chunks t and
   // t + threads of each row, kUpStages units ahead.
   auto copy_up = [&](int i) {
-    const int q = unit(i);
-    if (q >= 0) {
-      const int64_t row = s_ids[q];
+    if (i < mine) {
+      const int64_t row = s_ids[rank + kCluster * i];
       const int base = (i % kUpStages) * kRows * 2;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
@@ -160,13 +147,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // that kernel (the split reduction, a norm); x is its output, read after.
   // A kernel releases its successor only after its own PdlWait, so whatever
   // the kernels before it wrote is complete when this one starts.
-  if (claim && rank == 0 && tid == 0) {
-    s_next = kCluster * (kUpStages - 1);  // The units before are fixed.
-    // Before other blocks' claims (after the cluster barrier below); first
-    // in the kernel, while no load of this thread is outstanding for the
-    // fence (a MEMBAR.ALL.GPU) to wait for.
-    ClusterReleaseFence();
-  }
   auto read_ids = [&] {
     for (int q = tid; q < n; q += threads) s_ids[q] = ids[j0 + q];
   };
@@ -190,25 +170,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 #pragma unroll
     for (int i = 0; i < kUpStages - 1; ++i) copy_up(i);
   }
-  // A block claims only while it still has a unit to push, so rank 0,
-  // which waits for every push, outlives every claim on its s_next.
-  int* const next = claim ? cluster.map_shared_rank(&s_next, 0) : nullptr;
-  auto claim_one = [&] {
-    const int q = atomicAdd(next, 1);
-    return q < n ? q : -1;
-  };
-  if (claim) {
-    ClusterWait();  // s_next is set (and every block's s_pushed).
-    if (tid == 0 && unit(0) >= 0) s_units[kUpStages - 1] = claim_one();
-  }
-  int mine = 0;  // Units this block computes.
-  for (;; ++mine) {
-    const int i = mine;
-    if (claim) __syncthreads();  // s_units[i + kUpStages - 1] is in.
-    if (unit(i) < 0) break;
-    const bool claims = claim && tid == 0 && i + kUpStages < kMaxBlockUnits;
-    // Issued here, stored after this unit's loads: off the loop's path.
-    const int claimed = claims ? claim_one() : -1;
+  for (int i = 0; i < mine; ++i) {
     copy_up(i + kUpStages - 1);
     CpAsyncWait<kUpStages - 1>();
     const int base = (i % kUpStages) * kRows * 2;
@@ -231,18 +193,17 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
       s_red[warp][i] = acc;
       if constexpr (kGated) s_red[warp][kMaxBlockUnits + i] = accg;
     }
-    if (claims) s_units[i + kUpStages] = claimed;
   }
   __syncthreads();
   mark(FusedMlpEvent::kUpDone);
-  if (!claim) ClusterWait();  // Every block's s_pushed is initialised.
+  ClusterWait();  // Every block's s_pushed is initialised.
   if (tid < mine) {
     float sum = 0.f, sumg = 0.f;
     for (int w = 0; w < warps; ++w) {
       sum += s_red[w][tid];
       if constexpr (kGated) sumg += s_red[w][kMaxBlockUnits + tid];
     }
-    const int q = unit(tid);
+    const int q = rank + kCluster * tid;
     const int64_t row = s_ids[q];
     const float v = sum + LoadAsFloat(b_up, bk, row, 0.f);
     const float h =
@@ -560,8 +521,7 @@ absl::Status FusedSparseMlp(DeviceContext& ctx, const Tensor& x,
             w_gate ? static_cast<const T*>(w_gate->raw_data()) : nullptr, bg,
             bg ? ToFloatKind(b_gate->dtype()) : FloatKind::kNone,
             static_cast<const T*>(w_down_t.raw_data()), ids,
-            static_cast<int>(k), splits, launch.early_copies,
-            launch.claim_units, scratch,
+            static_cast<int>(k), splits, launch.early_copies, scratch,
             b_down.empty() ? nullptr : b_down.raw_data(),
             b_down.empty() ? FloatKind::kNone : ToFloatKind(b_down.dtype()),
             counters, y->data<float>(), timeline));

@@ -20,8 +20,8 @@ namespace dynsparse::cuda {
 // FusedSparseMlp's grid: clusters of `cluster` column blocks (4, 8, 12 or 16)
 // of one split each, of which `clusters` fit on the GPU at once; clusters == 0
 // when the kernel does not apply. `one_block_an_sm`: each block asks for half
-// an SM's shared memory, so no two share an SM (else up to two do, and those
-// that share one stream more slowly than those alone).
+// an SM's shared memory, so that no two share an SM (else up to two do): half
+// the blocks, other cluster sizes and splits.
 struct FusedSparseMlpGrid {
   int cluster = 0;
   int clusters = 0;
@@ -56,14 +56,10 @@ int FusedSparseMlpSplits(const FusedSparseMlpGrid& grid, const Tensor& x,
 // `early_copies`: the caller knows the ids were complete before the kernel
 // ahead of this launch in the stream began (not its output), so the kernel
 // reads them and starts its first weight copies before its PDL wait.
-// `claim_units`: the blocks of a cluster take the split's up projections
-// from a shared counter instead of a fixed share each, so that blocks that
-// share an SM take fewer.
 struct FusedSparseMlpLaunch {
   FusedSparseMlpGrid grid;
   int splits = 0;
   bool early_copies = false;
-  bool claim_units = false;
 };
 // The first of `grids` (in order of preference) whose splits hold the k
 // kept units of these tensors.

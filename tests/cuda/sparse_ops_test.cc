@@ -367,7 +367,7 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
             continue;
           }
           // One block an SM: at most as many blocks as SMs, fewer splits
-          // (another summation order); run below with claimed units.
+          // (another summation order).
           const FusedSparseMlpGrid alone = FusedSparseMlpClusters(
               ctx, d, dt, gated, act, cluster, /*one_block_an_sm=*/true);
           EXPECT_LE(alone.clusters * cluster, ctx.info().sm_count) << where;
@@ -425,21 +425,10 @@ TEST_F(SparseOpsTest, FusedSparseMlpMatchesTheTwoGathers) {
             }
           }
           EXPECT_EQ(DownI32(counters), std::vector<int32_t>(16, 0)) << where;
-          // Up projections claimed from the cluster's counter: each unit's
-          // activation is the same whichever block computes it, so the same
-          // bits, with and without the early copies.
-          for (bool early_copies : {false, true}) {
-            Tensor claimed = gpu_->Allocate(DType::kF32, {1, d});
-            ASSERT_TRUE(run({grid, splits, early_copies, /*claim_units=*/true},
-                            nullptr, &claimed)
-                            .ok())
-                << where;
-            EXPECT_EQ(Down(claimed), Down(dy)) << where << " claimed units";
-          }
           if (alone_splits > 0) {
             Tensor alone_y = gpu_->Allocate(DType::kF32, {1, d});
             ASSERT_TRUE(
-                run({alone, alone_splits, false, true}, nullptr, &alone_y).ok())
+                run({alone, alone_splits, false}, nullptr, &alone_y).ok())
                 << where;
             EXPECT_LT(ScaledErr(Down(alone_y), ref.ToF32Vector(), out_scale),
                       1e-5)
@@ -500,12 +489,15 @@ TEST_F(SparseOpsTest, IdsAreReadEarlyOnlyOnceSettled) {
 // GatherMlp's choice of grid (CudaBackend::FusedMlpLaunch): the first size
 // of the preference order (gated MLPs 16, 8, 4; others 16, 12, 8, 4 from
 // hidden 7168, else 12, 8, 4) whose one wave holds the kept units (ReLU
-// MLPs at 16: at most kReluCluster16MaxSplitUnits a split), the two gathers
-// where none does; a forced size or the fused kernel off are obeyed, and
-// above hidden 9216 the automatic choice fuses only from 8192 kept units.
+// MLPs at 16: at most kReluCluster16MaxSplitUnits a split), on the grid of
+// one block an SM first for ReLU MLPs from hidden 7168 (the default option),
+// then on the grid of two; the two gathers where none holds them. A forced
+// size or the fused kernel off are obeyed, and above hidden 9216 the
+// automatic choice fuses only from 8192 kept units.
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
   DeviceContext& ctx = gpu_->context();
   if (ctx.info().major < 9) GTEST_SKIP() << "the fused MLP needs sm_90";
+  ASSERT_EQ(CudaBackendOptions().fused_mlp_one_block_an_sm, 1);
   for (const auto& [d, gated] :
        {std::pair<int64_t, bool>{9216, false}, {12288, false}, {4096, true}}) {
     const std::string what = absl::StrCat("hidden ", d, gated ? " gated" : "");
@@ -517,11 +509,22 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
                              : d >= 7168 ? std::vector<int>{16, 12, 8, 4}
                                          : std::vector<int>{12, 8, 4};
     if (d % 1536 != 0) std::erase(order, 12);
+    // (cluster, one block an SM) in the order tried, and the units each
+    // one wave holds.
+    std::vector<std::pair<int, bool>> tried;
+    for (bool alone : {true, false}) {
+      if (alone && (gated || d < 7168)) continue;
+      for (const int cluster : order) tried.emplace_back(cluster, alone);
+    }
     std::vector<int64_t> reach, ks = {2048, 8192};
-    for (const int cluster : order) {
-      const FusedSparseMlpGrid grid =
-          FusedSparseMlpClusters(ctx, d, DType::kF16, gated, act, cluster);
+    for (const auto& [cluster, alone] : tried) {
+      const FusedSparseMlpGrid grid = FusedSparseMlpClusters(
+          ctx, d, DType::kF16, gated, act, cluster, alone);
       ASSERT_GT(grid.clusters, 0) << what << " cluster " << cluster;
+      EXPECT_EQ(grid.one_block_an_sm, alone);
+      if (alone) {
+        EXPECT_LE(grid.clusters * cluster, ctx.info().sm_count);
+      }
       const int split_units = !gated && cluster == 16
                                   ? CudaBackend::kReluCluster16MaxSplitUnits
                                   : FusedSparseMlpMaxSplitUnits(cluster);
@@ -534,15 +537,16 @@ TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
       const FusedSparseMlpLaunch got =
           gpu_->FusedMlpLaunch(x, w, gated ? &w : nullptr, w, k, act);
       const std::string where = absl::StrCat(what, " k ", k);
-      int want = 0;
-      for (size_t i = 0; i < order.size() && want == 0; ++i) {
-        if (k <= reach[i]) want = order[i];
+      int want = -1;
+      for (size_t i = 0; i < tried.size() && want < 0; ++i) {
+        if (k <= reach[i]) want = static_cast<int>(i);
       }
-      if (want == 0 || (wide && k < 8192)) {
+      if (want < 0 || (wide && k < 8192)) {
         EXPECT_EQ(got.splits, 0) << where;
         continue;
       }
-      EXPECT_EQ(got.grid.cluster, want) << where;
+      EXPECT_EQ(got.grid.cluster, tried[want].first) << where;
+      EXPECT_EQ(got.grid.one_block_an_sm, tried[want].second) << where;
       EXPECT_EQ(got.splits, std::min<int64_t>(got.grid.clusters, k)) << where;
     }
   }

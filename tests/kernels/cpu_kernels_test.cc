@@ -1,11 +1,12 @@
 // CPU kernels against double-precision loops on fresh random data, with
 // lengths that exercise the vector loops' tails.
+#include "kernels/cpu/cpu_kernels.h"
+
 #include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_dot.h"
-#include "kernels/cpu/cpu_kernels.h"
 
 namespace dynsparse {
 namespace {
@@ -38,13 +39,15 @@ TEST_P(GemvTest, MatchesDoubleReferenceOnStoredWeights) {
 
 INSTANTIATE_TEST_SUITE_P(
     DTypesAndLengths, GemvTest,
-    ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kF16,
+                                         DType::kBF16),
                        ::testing::Values(1, 15, 16, 37, 256, 1001)));
 
 TEST(LinearTest, PrefillGemmEqualsRowByRowGemv) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     const int64_t n = 5, in = 70, out = 130;  // > one 64-row weight panel.
-    const Tensor w = Tensor::FromF32(RandomValues(out * in, 3), {out, in}, dtype);
+    const Tensor w =
+        Tensor::FromF32(RandomValues(out * in, 3), {out, in}, dtype);
     const Tensor bias = Tensor::FromF32(RandomValues(out, 4), {out});
     const Tensor x = Tensor::FromF32(RandomValues(n * in, 5), {n, in});
     Tensor y = Tensor::Zeros(DType::kF32, {n, out});
@@ -53,7 +56,8 @@ TEST(LinearTest, PrefillGemmEqualsRowByRowGemv) {
       Tensor row_out = Tensor::Zeros(DType::kF32, {1, out});
       cpu::Linear(x.Rows(r, r + 1), w, bias, &row_out);
       for (int64_t o = 0; o < out; ++o) {
-        EXPECT_NEAR(y.data<float>()[r * out + o], row_out.data<float>()[o], 1e-4);
+        EXPECT_NEAR(y.data<float>()[r * out + o], row_out.data<float>()[o],
+                    1e-4);
       }
     }
   }

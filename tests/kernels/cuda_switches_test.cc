@@ -53,10 +53,6 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
     if (t.name == "MLP_SUM_IN_KERNEL") {
       EXPECT_TRUE(o.fused_mlp_sum_in_kernel) << var;
     }
-    if (t.name == "MLP_CLAIM") EXPECT_TRUE(o.fused_mlp_claim_units) << var;
-    if (t.name == "MLP_ONE_BLOCK") {
-      EXPECT_TRUE(o.fused_mlp_one_block_an_sm) << var;
-    }
     if (t.name == "ROW_GROUPS") EXPECT_FALSE(o.fused_row_groups) << var;
     if (t.name == "TOP_COUNT") EXPECT_FALSE(o.top_count) << var;
     if (t.name == "TOP_COUNT_BINS") EXPECT_FALSE(o.top_count_bins) << var;
@@ -105,19 +101,21 @@ TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
 TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
   ASSERT_TRUE(
-      Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
-             "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
-             "DYNSPARSE_CUDA_DECODE_CHUNK=16",
-             "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-             "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024",
-             "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
-             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
-            &o)
+      Apply(
+          {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
+           "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
+           "DYNSPARSE_CUDA_DECODE_CHUNK=16",
+           "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
+           "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024", "DYNSPARSE_CUDA_SPARSE_ROWS=4",
+           "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2", "DYNSPARSE_CUDA_FUSED_MLP=2",
+           "DYNSPARSE_CUDA_MLP_CLUSTER=4", "DYNSPARSE_CUDA_MLP_ONE_BLOCK=2"},
+          &o)
           .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
   EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
   EXPECT_EQ(o.fused_sparse_mlp, 2);
   EXPECT_EQ(o.fused_sparse_mlp_cluster, 4);
+  EXPECT_EQ(o.fused_mlp_one_block_an_sm, 2);
   EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
   EXPECT_EQ(o.tensor_core_decode_attention_keys, 1024);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
@@ -163,6 +161,7 @@ TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
       {"DYNSPARSE_CUDA_DECODE_CHUNK=48", "one of 16|32|64"},
       {"DYNSPARSE_CUDA_SPARSE_ROWS=1", "one of 0|2|4"},
       {"DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=4", "one of 0|2|3"},
+      {"DYNSPARSE_CUDA_MLP_ONE_BLOCK=3", "one of 0|1|2"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
