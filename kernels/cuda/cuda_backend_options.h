@@ -121,7 +121,10 @@ struct CudaBackendOptions {
   // the reduction: 0 never, 1 where it measured faster (hidden <= 9216:
   // OPT-13B/30B/66B and Llama-2-7B's gated MLP; above, from 8192 kept units:
   // OPT-175B at keep 0.25 151.8 vs 158.3 us, while keep 0.1 ran 67.7 vs 66.3,
-  // results/bench/h200_run107, h200_run47, h200_run54), 2 wherever it
+  // results/bench/h200_run107, h200_run47, h200_run54; and wherever the grid
+  // of one block an SM holds the units: OPT-175B keep 0.1 84.9-86.8 against
+  // the gathers' 87.8-91.2 us on two H100s, h100_run179, h100_run180), 2
+  // wherever it
   // applies. DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
   // Its clusters: 4, 8, 12 or 16 column blocks a split, or 0 for the first

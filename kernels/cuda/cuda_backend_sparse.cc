@@ -142,14 +142,10 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
                                                  const Tensor* w_gate,
                                                  const Tensor& w_down_t,
                                                  int64_t k, Activation act) {
-  // Auto: MLPs of hidden <= 9216, and wider ones with at least 8192 kept
-  // units (cuda_backend_options.h).
-  const bool wanted =
-      options_.fused_sparse_mlp == 2 ||
-      (options_.fused_sparse_mlp == 1 && (x.numel() <= 9216 || k >= 8192));
-  if (!wanted || x.device() != Device::kCuda) return {};
+  if (options_.fused_sparse_mlp == 0 || x.device() != Device::kCuda) return {};
   // The first grid of one block an SM that holds the units, where wanted,
-  // else the first grid of two.
+  // else the first grid of two; automatic (option 1), MLPs wider than 9216
+  // take the grid of two only from 8192 kept units (cuda_backend_options.h).
   const bool one_block_first = options_.fused_mlp_one_block_an_sm == 2 ||
                                (options_.fused_mlp_one_block_an_sm == 1 &&
                                 w_gate == nullptr && x.numel() >= 7168);
@@ -158,6 +154,7 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
         FusedMlpGrid(x, w_up, w_gate, w_down_t, k, act, true);
     if (alone.splits > 0) return alone;
   }
+  if (options_.fused_sparse_mlp == 1 && x.numel() > 9216 && k < 8192) return {};
   return FusedMlpGrid(x, w_up, w_gate, w_down_t, k, act, false);
 }
 
