@@ -17,7 +17,9 @@
 // in one GPC, so the size decides how many of the 264 block slots (two
 // blocks an SM) a wave fills and how many units it holds, and the splits
 // (clusters) decide the partial sums the reduction reads; 12 and 16 blocks
-// are non-portable cluster sizes.
+// are non-portable cluster sizes. A grid of one block an SM (each block
+// asking for half an SM's shared memory) has about half the clusters, so
+// other sizes and splits (results/bench/h100_run179).
 #include <cooperative_groups.h>
 
 #include <algorithm>
