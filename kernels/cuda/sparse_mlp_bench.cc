@@ -15,7 +15,8 @@
 // timings; for quick A/B runs. --timeline: after each MLP's line, one
 // {"timeline": ...} line from the fused kernel's event times,
 // sparse_mlp_timeline.h. --cluster: the fused kernel's cluster size, as
-// DYNSPARSE_CUDA_MLP_CLUSTER; each line names the size and splits it ran.)
+// DYNSPARSE_CUDA_MLP_CLUSTER; each line names the size, splits and grid
+// (one block an SM or two) it ran.)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -236,14 +237,15 @@ void Run(CudaBackend& b, CudaBackend& unfused, const Shape2& sh, double keep,
       "\"dense_pct_copy\": %.1f, \"speedup\": %.2f, \"ideal_speedup\": "
       "%.2f, \"copy_gbps\": %.1f, \"weight_copies\": %d, \"up_ms\": %.5f, "
       "\"down_ms\": %.5f, \"unfused_ms\": %.5f, \"mlp_cluster\": %d, "
-      "\"mlp_splits\": %d}\n",
+      "\"mlp_splits\": %d, \"mlp_one_block_an_sm\": %s}\n",
       sh.name, static_cast<long long>(d), static_cast<long long>(inter),
       sh.gated ? "true" : "false", keep, static_cast<long long>(k), sparse_ms,
       sparse_bytes, sparse_gbps, 100.0 * sparse_gbps / copy_gbps, dense_ms,
       static_cast<long long>(dense_bytes), dense_gbps,
       100.0 * dense_gbps / copy_gbps, dense_ms / sparse_ms,
       dense_bytes / sparse_bytes, copy_gbps, copies, up_ms, down_ms, unfused_ms,
-      launch.grid.cluster, launch.splits);
+      launch.grid.cluster, launch.splits,
+      launch.grid.one_block_an_sm ? "true" : "false");
   if (timeline) Timeline(b, sh, keep, c, x, act, launch, per_graph);
   std::fflush(stdout);
 }
