@@ -124,8 +124,7 @@ struct CudaBackendOptions {
   // results/bench/h200_run107, h200_run47, h200_run54; and wherever the grid
   // of one block an SM holds the units: OPT-175B keep 0.1 84.9-86.8 against
   // the gathers' 87.8-91.2 us on two H100s, h100_run179, h100_run180), 2
-  // wherever it
-  // applies. DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
+  // wherever it applies. DYNSPARSE_CUDA_FUSED_MLP=0|1|2 (A/B timing).
   int64_t fused_sparse_mlp = 1;
   // Its clusters: 4, 8, 12 or 16 column blocks a split, or 0 for the first
   // size whose one wave holds the kept units, in the order 16, 8, 4 for gated
