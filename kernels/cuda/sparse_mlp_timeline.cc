@@ -53,18 +53,19 @@ absl::StatusOr<FusedMlpTimeline> SummarizeFusedMlpTimeline(
       last = std::max(last, at(call, blk, kFusedMlpEvents - 1));
       ++on_sm[at(call, blk, kFusedMlpSmSlot)];
     }
-    int shared = 0;
+    // Whether each block shared its SM (1) or ran alone on it (0).
+    std::vector<int> shares(blocks);
     for (int blk = 0; blk < blocks; ++blk) {
-      shared += on_sm[at(call, blk, kFusedMlpSmSlot)] > 1;
+      shares[blk] = on_sm[at(call, blk, kFusedMlpSmSlot)] > 1;
     }
-    shared_counts.push_back(shared);
+    shared_counts.push_back(std::count(shares.begin(), shares.end(), 1));
     for (int e = 0; e < kFusedMlpEvents; ++e) {
       std::vector<double> us(blocks), kind_us[2];
       for (int blk = 0; blk < blocks; ++blk) {
         us[blk] =
             (static_cast<double>(at(call, blk, e)) - static_cast<double>(t0)) *
             1e-3;
-        kind_us[on_sm[at(call, blk, kFusedMlpSmSlot)] > 1].push_back(us[blk]);
+        kind_us[shares[blk]].push_back(us[blk]);
       }
       for (int kind = 0; kind < 2; ++kind) {
         by_sm[2 * e + kind].push_back(
