@@ -355,14 +355,8 @@ __global__ void __launch_bounds__(kThreads)
   // Merge in this launch: the block that finishes last for its (row, head)
   // combines all chunks (in a fixed order, so the result does not depend on
   // which block was last) and resets the counter for the next launch.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  int* counter = a.counters + static_cast<int64_t>(row) * a.heads + h;
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == a.chunks - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  int32_t* counter = a.counters + static_cast<int64_t>(row) * a.heads + h;
+  if (!ArrivesLast(counter, a.chunks)) return;
   CombineChunks(a, h, row);
   if (threadIdx.x == 0) *counter = 0;
 }

@@ -93,6 +93,21 @@ __device__ __forceinline__ uint32_t SmId() {
   return sm;
 }
 
+// The handshake of a reduction inside one launch: every block that wrote
+// its partial calls this, and it returns true in the one block that arrives
+// last of `blocks` on `counter`; after its fence that block sees every
+// partial. It sums them in a fixed order (so the result does not depend on
+// which block was last) and resets the counter to 0 for the next launch.
+__device__ __forceinline__ bool ArrivesLast(int32_t* counter, int blocks) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == blocks - 1;
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
 // Programmatic dependent launch (sm_90+): a kernel launched with
 // LaunchKernel(pdl = true) may start while the previous kernel in the stream
 // is still finishing; it must call PdlWait() before touching memory that

@@ -285,16 +285,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // and resets its column's counter for the next launch. As a kernel of its
   // own the reduction cost a launch boundary and ~3 us at OPT-66B keep 0.1
   // (results/bench/h200_run111).
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
   // The column block is blockIdx.x (the cluster spans the grid's x), read
   // again here rather than kept in a register across the loops above.
   int32_t* counter = counters + blockIdx.x;
-  if (tid == 0) last = atomicAdd(counter, 1) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!ArrivesLast(counter, splits)) return;
   // The loop is not unrolled: a few splits a group, and unrolled it spilled.
   for (float& a : acc) a = 0.f;
 #pragma unroll 1
