@@ -2,7 +2,8 @@
 # Run 181 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root, on an H200 only (issues 5, 6 and 7 set their targets
 # there; elsewhere it prints the card and stops): the grid-choice and
-# one-wave GEMV plan tests; run180_list.txt (issue 6 item 3's DejaVu decode
+# one-wave GEMV plan tests, the fused MLP's and the decode attention's
+# (both in-launch sums share ArrivesLast); run180_list.txt (issue 6 item 3's DejaVu decode
 # on OPT-66B and OPT-30B with the fused sparse MLP on the grid of one block
 # an SM and of two, and dense) and run177_list.txt less OPT-66B (issue 7
 # item 3's keys=cached decode at 4k / 8k / 16k with and without the one-wave
@@ -18,9 +19,9 @@ fi
   grep -v -e opt-66b -e '^#' results/bench/run177_list.txt
 } >/tmp/run181_list.txt
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
-cuda_sparse_ops_test cuda_gemv_test"
+cuda_sparse_ops_test cuda_gemv_test cuda_attention_test"
 RUN_LIST=/tmp/run181_list.txt \
-  RUN_CTEST="-R FusedMlpLaunchPicks|OneWaveBuild" \
+  RUN_CTEST="-R FusedMlpLaunchPicks|FusedSparseMlpMatches|OneWaveBuild|AttentionTest" \
   bash results/bench/device_run.sh
 bash results/bench/sparse_mlp_ab.sh 1 \
   "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=0" \
