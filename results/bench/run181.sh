@@ -8,7 +8,8 @@
 # an SM and of two, and dense) and run177_list.txt less OPT-66B (issue 7
 # item 3's keys=cached decode at 4k / 8k / 16k with and without the one-wave
 # tensor-core GEMV, 4-row steps, issue 5 item 2's prompt-128 decode); then
-# one round of the sparse MLP benchmark's A/B of the two grids.
+# one round of the sparse MLP benchmark's A/B of the two grids and of the
+# split sum in the launch (on the grid of one block an SM).
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "not an H200, skipped:"
   nvidia-smi -L
@@ -24,7 +25,7 @@ RUN_LIST=/tmp/run181_list.txt \
   RUN_CTEST="-R FusedMlpLaunchPicks|FusedSparseMlpMatches|OneWaveBuild|AttentionTest" \
   bash results/bench/device_run.sh
 bash results/bench/sparse_mlp_ab.sh 1 \
-  "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=0" \
+  "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=0,DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=1" \
   OPT-66B OPT-175B OPT-30B
 cd "$OUT" && tar czf logs.tgz build.log parity.log ctest.log ptxas_gemv.txt \
   2>/dev/null
