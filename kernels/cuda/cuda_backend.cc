@@ -127,9 +127,7 @@ std::string CudaBackend::name() const {
       options_.decode_stack ? ", decode stack" : "",
       options_.fused_mlp_sum_in_kernel ? ", MLP splits summed in its launch"
                                        : "",
-      options_.fused_mlp_one_block_an_sm == 0   ? ", MLP two blocks an SM"
-      : options_.fused_mlp_one_block_an_sm == 2 ? ", MLP one block an SM"
-                                                : "",
+      options_.fused_mlp_one_block_an_sm ? "" : ", MLP two blocks an SM",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
       options_.f16_kv_cache ? "" : ", f32 KV cache",

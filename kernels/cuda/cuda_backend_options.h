@@ -146,13 +146,13 @@ struct CudaBackendOptions {
   // it on (A/B timing).
   bool fused_mlp_sum_in_kernel = false;
   // The fused sparse MLP on a grid of one block an SM (half the blocks, each
-  // alone on its SM; the same cluster order) before the grid of two: 0
-  // never, 1 for ReLU MLPs from hidden 7168 (OPT-30B, 66B, 175B; on an H100,
-  // run 179, keep 0.1: OPT-175B 84.9 against 89.2-89.8 us, OPT-66B 50.1
-  // against 50.8-50.9, OPT-30B 32.8-33.0 against 33.5-33.7; keep 0.25
-  // unchanged; OPT-13B lost 3%, Llama-2-7B's gated MLP tied), 2 wherever its
-  // one wave holds the units. DYNSPARSE_CUDA_MLP_ONE_BLOCK=0|1|2 (A/B timing).
-  int64_t fused_mlp_one_block_an_sm = 1;
+  // alone on its SM; the same cluster order) wherever its one wave holds the
+  // units, before the grid of two. On H100s, keep 0.1: OPT-175B 84.9 against
+  // 89.2-89.8 us, OPT-66B 50.1 against 50.8-50.9 (run 179); alone, OPT-13B's
+  // MLP lost 3% and Llama-2-7B's tied (run 180), but in DejaVu decode both
+  // gained: 2.970 against 3.022 ms, 4.957 against 5.020 (run 183).
+  // DYNSPARSE_CUDA_MLP_ONE_BLOCK=0 turns it off (A/B timing).
+  bool fused_mlp_one_block_an_sm = true;
   // A step of 2-8 rows (bench --batch, a LazyLLM step's revived rows) runs
   // q/k/v and up/gate as one GEMV each, as one row does, writing each
   // weight's own [rows, out] output (GemvOptions::segment_ends), instead of

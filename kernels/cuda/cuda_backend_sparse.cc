@@ -146,10 +146,7 @@ FusedSparseMlpLaunch CudaBackend::FusedMlpLaunch(const Tensor& x,
   // The first grid of one block an SM that holds the units, where wanted,
   // else the first grid of two; automatic (option 1), MLPs wider than 9216
   // take the grid of two only from 8192 kept units (cuda_backend_options.h).
-  const bool one_block_first = options_.fused_mlp_one_block_an_sm == 2 ||
-                               (options_.fused_mlp_one_block_an_sm == 1 &&
-                                w_gate == nullptr && x.numel() >= 7168);
-  if (one_block_first) {
+  if (options_.fused_mlp_one_block_an_sm) {
     const FusedSparseMlpLaunch alone =
         FusedMlpGrid(x, w_up, w_gate, w_down_t, k, act, true);
     if (alone.splits > 0) return alone;

@@ -49,6 +49,7 @@ constexpr OnOff kOnOff[] = {
     {"MLP_SUM_IN_KERNEL", &Options::fused_mlp_sum_in_kernel,
      /*one_turns_on=*/true},
     {"ROW_GROUPS", &Options::fused_row_groups},
+    {"MLP_ONE_BLOCK", &Options::fused_mlp_one_block_an_sm},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"STORE_PREFETCH", nullptr},
@@ -81,8 +82,6 @@ constexpr Number kNumbers[] = {
     // Its cluster size (0: the first of an order whose one wave holds the
     // units).
     {"MLP_CLUSTER", &Options::fused_sparse_mlp_cluster, 0, "0|4|8|12|16"},
-    // Its grid of one block an SM: never, ReLU from hidden 7168, first.
-    {"MLP_ONE_BLOCK", &Options::fused_mlp_one_block_an_sm, 0, "0|1|2"},
 };
 
 // Flash prefill block shapes (warps x blocks per SM) the kernel is built

@@ -73,10 +73,12 @@ TEST(CudaSwitchesTest, ZeroTurnsOffAndOneLeavesAsGiven) {
              "DYNSPARSE_CUDA_GATED_PAIRS=1", "DYNSPARSE_CUDA_FUSE=1",
              "DYNSPARSE_CUDA_ROUNDED_NORM=0", "DYNSPARSE_CUDA_LAZY_MMA=0",
              "DYNSPARSE_CUDA_STAGE_ONCE=0", "DYNSPARSE_CUDA_TOPK_CLUSTER=0",
-             "DYNSPARSE_CUDA_PIPELINED_SPLITS=0"},
+             "DYNSPARSE_CUDA_PIPELINED_SPLITS=0",
+             "DYNSPARSE_CUDA_MLP_ONE_BLOCK=0"},
             &o)
           .ok());
   EXPECT_FALSE(o.pipelined_split_attention);
+  EXPECT_FALSE(o.fused_mlp_one_block_an_sm);
   EXPECT_FALSE(o.stage_once);
   EXPECT_FALSE(o.topk_cluster);
   EXPECT_FALSE(o.rounded_norm_output);
@@ -101,21 +103,19 @@ TEST(CudaSwitchesTest, OneTurnsOnWhatIsOffByDefault) {
 TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   CudaBackendOptions o;
   ASSERT_TRUE(
-      Apply(
-          {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
-           "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
-           "DYNSPARSE_CUDA_DECODE_CHUNK=16",
-           "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
-           "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024", "DYNSPARSE_CUDA_SPARSE_ROWS=4",
-           "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2", "DYNSPARSE_CUDA_FUSED_MLP=2",
-           "DYNSPARSE_CUDA_MLP_CLUSTER=4", "DYNSPARSE_CUDA_MLP_ONE_BLOCK=2"},
-          &o)
+      Apply({"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9",
+             "DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=0",
+             "DYNSPARSE_CUDA_DECODE_CHUNK=16",
+             "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
+             "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024",
+             "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
+             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
+            &o)
           .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
   EXPECT_EQ(o.lazy_kv_mma_blocks_per_sm, 2);
   EXPECT_EQ(o.fused_sparse_mlp, 2);
   EXPECT_EQ(o.fused_sparse_mlp_cluster, 4);
-  EXPECT_EQ(o.fused_mlp_one_block_an_sm, 2);
   EXPECT_EQ(o.tensor_core_keyed_attention_rows, 256);
   EXPECT_EQ(o.tensor_core_decode_attention_keys, 1024);
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
@@ -161,7 +161,7 @@ TEST(CudaSwitchesTest, BadValuesNameTheVariableAndWhatItTakes) {
       {"DYNSPARSE_CUDA_DECODE_CHUNK=48", "one of 16|32|64"},
       {"DYNSPARSE_CUDA_SPARSE_ROWS=1", "one of 0|2|4"},
       {"DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=4", "one of 0|2|3"},
-      {"DYNSPARSE_CUDA_MLP_ONE_BLOCK=3", "one of 0|1|2"},
+      {"DYNSPARSE_CUDA_MLP_ONE_BLOCK=2", "0 or 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=0", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_TC_ATTENTION_ROWS=9rows", "a whole number >= 1"},
       {"DYNSPARSE_CUDA_FUSE_ATTENTION_MAX_KEYS=-1", "a whole number >= 0"},
