@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run 185 on the GPU machine (device tool, carrying build_cuda_deps), from the
+# repository root, on an H200 only (elsewhere it prints the card and stops):
+# run181.sh cut to fit the device time a session had left. The grid-choice
+# test; run185_list.txt (OPT-66B DejaVu decode on both MLP grids and dense,
+# prompt-128 dense decode, keys=cached at 8k against dense); then one round
+# of the sparse MLP benchmark's A/B of the two grids on OPT-66B and OPT-175B.
+if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  echo "not an H200, skipped:"
+  nvidia-smi -L
+  exit 0
+fi
+export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
+cuda_sparse_ops_test"
+RUN_PACK_LOGS=1 RUN_LIST=results/bench/run185_list.txt \
+  RUN_CTEST="-R FusedMlpLaunchPicks" bash results/bench/device_run.sh
+bash results/bench/sparse_mlp_ab.sh 1 \
+  "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=0" \
+  OPT-66B OPT-175B
+exit 0
