@@ -490,8 +490,8 @@ TEST_F(SparseOpsTest, IdsAreReadEarlyOnlyOnceSettled) {
 // of the preference order (gated MLPs 16, 8, 4; others 16, 12, 8, 4 from
 // hidden 7168, else 12, 8, 4) whose one wave holds the kept units (ReLU
 // MLPs at 16: at most kReluCluster16MaxSplitUnits a split), on the grid of
-// one block an SM first for ReLU MLPs from hidden 7168 (the default option),
-// then on the grid of two; the two gathers where none holds them. A forced
+// one block an SM first for every MLP (the default option), then on the
+// grid of two; the two gathers where none holds them. A forced
 // size or the fused kernel off are obeyed, and above hidden 9216 the
 // automatic choice takes the grid of two only from 8192 kept units.
 TEST_F(SparseOpsTest, FusedMlpLaunchPicksTheClusterSize) {
