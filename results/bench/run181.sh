@@ -9,11 +9,7 @@
 # (issue 7 item 3's keys=cached decode at 4k / 8k / 16k, 4-row steps,
 # issue 5 item 2's prompt-128 decode); then one round of the sparse MLP
 # benchmark's A/B of the two grids and of the split sum in the launch.
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  echo "not an H200, skipped:"
-  nvidia-smi -L
-  exit 0
-fi
+source results/bench/require_h200.sh || exit 0
 {
   grep -v '^#' results/bench/run180_list.txt | grep opt-66b
   grep -v -e '^#' -e MLP_ONE_BLOCK results/bench/run180_list.txt |
@@ -22,12 +18,9 @@ fi
 } >/tmp/run181_list.txt
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
 cuda_sparse_ops_test cuda_gemv_test"
-RUN_LIST=/tmp/run181_list.txt RUN_CTEST="-R FusedMlpLaunchPicks|OneWaveBuild" \
-  bash results/bench/device_run.sh
+RUN_PACK_LOGS=1 RUN_LIST=/tmp/run181_list.txt \
+  RUN_CTEST="-R FusedMlpLaunchPicks|OneWaveBuild" bash results/bench/device_run.sh
 bash results/bench/sparse_mlp_ab.sh 1 \
   "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=0,DYNSPARSE_CUDA_MLP_SUM_IN_KERNEL=1" \
   OPT-66B OPT-175B OPT-30B
-cd "$OUT" && tar czf logs.tgz build.log parity.log ctest.log ptxas_gemv.txt \
-  2>/dev/null
-rm -f build.log parity.log ctest.log ptxas_gemv.txt
 exit 0

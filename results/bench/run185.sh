@@ -5,11 +5,7 @@
 # test; run185_list.txt (OPT-66B DejaVu decode on both MLP grids and dense,
 # prompt-128 dense decode, keys=cached at 8k against dense); then one round
 # of the sparse MLP benchmark's A/B of the two grids on OPT-66B and OPT-175B.
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  echo "not an H200, skipped:"
-  nvidia-smi -L
-  exit 0
-fi
+source results/bench/require_h200.sh || exit 0
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
 cuda_sparse_ops_test"
 RUN_PACK_LOGS=1 RUN_LIST=results/bench/run185_list.txt \
