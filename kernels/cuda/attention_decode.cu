@@ -354,11 +354,10 @@ __global__ void __launch_bounds__(kThreads)
   if (a.counters == nullptr) return;
   // Merge in this launch: the block that finishes last for its (row, head)
   // combines all chunks (in a fixed order, so the result does not depend on
-  // which block was last) and resets the counter for the next launch.
+  // which block was last).
   int32_t* counter = a.counters + static_cast<int64_t>(row) * a.heads + h;
   if (!ArrivesLast(counter, a.chunks)) return;
   CombineChunks(a, h, row);
-  if (threadIdx.x == 0) *counter = 0;
 }
 
 // DecodeAttentionKernel for caches of at most kMaxClusterChunks chunks

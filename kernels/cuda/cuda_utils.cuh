@@ -96,13 +96,18 @@ __device__ __forceinline__ uint32_t SmId() {
 // The handshake of a reduction inside one launch: every block that wrote
 // its partial calls this, and it returns true in the one block that arrives
 // last of `blocks` on `counter`; after its fence that block sees every
-// partial. It sums them in a fixed order (so the result does not depend on
-// which block was last) and resets the counter to 0 for the next launch.
+// partial, and it sums them in a fixed order (so the result does not depend
+// on which block was last). The counter is back at 0 for the next launch:
+// every block of this one has counted by then, and a launch after it counts
+// only after its PdlWait, which waits for this launch to complete.
 __device__ __forceinline__ bool ArrivesLast(int32_t* counter, int blocks) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == blocks - 1;
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1) == blocks - 1;
+    if (last) *counter = 0;
+  }
   __syncthreads();
   if (last) __threadfence();
   return last;

@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
   // The split reduction in this launch: the block that finishes its columns
   // last sums every split's partial of them (group g splits g, g + kGroups,
   // ..., then the groups in order: a fixed order whichever block is last)
-  // and resets its column's counter for the next launch. As a kernel of its
+  // (ArrivesLast resets its column's counter). As a kernel of its
   // own the reduction cost a launch boundary and ~3 us at OPT-66B keep 0.1
   // (results/bench/h200_run111).
   // The column block is blockIdx.x (the cluster spans the grid's x), read
@@ -306,7 +306,6 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
     for (int e = 0; e < 8; ++e)
       y[c0 + e] = acc[e] + LoadAsFloat(b_down, dk, c0 + e, 0.f);
   }
-  if (tid == 0) *counter = 0;
 #else
   __trap();  // Launched only on sm_90+ (FusedSparseMlpPlan).
 #endif
