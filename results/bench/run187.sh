@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Run 187 on the GPU machine (device tool, carrying build_cuda_deps), from the
-# repository root, on an H200 only: more rounds of what runs 185 and 181 left
-# at the line. run187_list.txt (8k keys=cached decode against dense, three
-# alternated pairs), then two rounds of the sparse MLP benchmark's default
-# grid, twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%).
+# Run 187 on the GPU machine (device tool, carrying build_cuda_deps and
+# old_619a594.tgz), from the repository root, on an H200 only: more rounds of
+# what runs 185 and 181 left at the line, and whether prompt-128 dense decode
+# lost time since run 138. run187_list.txt (8k keys=cached decode against
+# dense, three alternated pairs); two rounds of the sparse MLP benchmark's
+# default grid, twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%);
+# then three rounds of 619a594 (run 138: Llama-2-7B 3.616 ms, 1.13-1.14x the
+# floor) against this tree on run187_ab_list.txt. Make the tarball first:
+#   git archive --format=tar.gz 619a594 -- . ':(exclude)results' \
+#     ':(exclude)models' ':(exclude)docs' ':(exclude)tests/fixtures' \
+#     >old_619a594.tgz   # listed in .git/info/exclude, carried
 source results/bench/require_h200.sh || exit 0
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
 cuda_sparse_ops_test"
@@ -12,4 +18,6 @@ RUN_PACK_LOGS=1 RUN_LIST=results/bench/run187_list.txt \
 bash results/bench/sparse_mlp_ab.sh 2 \
   "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=1" \
   OPT-66B OPT-175B
+bash results/bench/old_new_ab.sh old_619a594.tgz 3 results/bench/run187_ab_list.txt
+(cd "$OUT" && tar czf ab.tgz ab && rm -rf ab)
 exit 0
