@@ -7,7 +7,9 @@
 # `tools/device_stash.sh in` puts them back (same filesystem: a rename, so
 # readers that already opened a file are unaffected). The committed DejaVu
 # predictors of the reference models (results/dejavu/predictors, ~12 MiB; the
-# GPU runs use random:D predictors) travel the same way.
+# GPU runs use random:D predictors) travel the same way, and so do the
+# recorded bench runs (results/bench/<card>_runNNN/, ~18 MiB that no run reads):
+# with build_cuda_deps carried, the tree is otherwise at the limit.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 stash="$repo/.device_stash"
@@ -27,6 +29,11 @@ case "${1:-}" in
       mkdir -p "$stash/predictors/$name"
       mv "$file" "$stash/predictors/$name/"
     done
+    for dir in "$repo"/results/bench/*_run*/; do
+      [[ -d "$dir" ]] || continue
+      mkdir -p "$stash/bench_runs"
+      mv "$dir" "$stash/bench_runs/"
+    done
     ;;
   in)
     for file in "$stash"/predictors/*/predictors.safetensors; do
@@ -35,6 +42,11 @@ case "${1:-}" in
       mv "$file" "$repo/results/dejavu/predictors/$name/"
     done
     rm -rf "$stash/predictors"
+    for dir in "$stash"/bench_runs/*/; do
+      [[ -d "$dir" ]] || continue
+      mv "$dir" "$repo/results/bench/"
+    done
+    rm -rf "$stash/bench_runs"
     for dir in "$stash"/*/; do
       [[ -d "$dir" ]] || continue
       name="$(basename "$dir")"
@@ -43,8 +55,8 @@ case "${1:-}" in
       fi
     done
     rm -rf "$stash"
-    git -C "$repo" diff --quiet -- models results/dejavu/predictors || {
-      echo "device_stash: models/ or predictors differ from git after restore" >&2
+    git -C "$repo" diff --quiet -- models results/dejavu/predictors 'results/bench/*_run*/' || {
+      echo "device_stash: models/, predictors or bench runs differ from git after restore" >&2
       exit 1
     }
     ;;
