@@ -7,8 +7,10 @@
 # ':(exclude)models' ':(exclude)docs' ':(exclude)tests/fixtures'` (its own
 # kernels/cuda/run_on_gpu.sh builds its dynsparse-bench); each round runs every
 # line of LIST (run_on_gpu.sh's bench-list format) on the old build, then on
-# this one. JSON lines go to $OUT/ab/bench.jsonl, each after a {"tree": ...}
-# marker line; stderr and the old build's log to $OUT/ab/ab.log.
+# this one. A line that starts with `new-only ` runs on this tree only (for
+# switches the old tree does not know). JSON lines go to $OUT/ab/bench.jsonl,
+# each after a {"tree": ...} marker line (with the line's switches); stderr
+# and the old build's log to $OUT/ab/ab.log.
 set -uo pipefail
 tarball=$1 rounds=$2 list=$3
 repo=$PWD
@@ -31,11 +33,17 @@ echo "old: ${old_bench:-MISSING}; new: ${new_bench:-MISSING}" | tee -a "$log"
 for ((i = 1; i <= rounds; ++i)); do
   while read -r args; do
     [[ -z "$args" || "$args" == \#* ]] && continue
+    trees="old new"
+    if [[ "$args" == new-only\ * ]]; then
+      trees=new
+      args=${args#new-only }
+    fi
     split_bench_line "$args"
-    for tree in old new; do
+    for tree in $trees; do
       bench=$old_bench
       [[ $tree == new ]] && bench=$new_bench
-      echo "{\"tree\": \"$tree\", \"round\": $i}" >>"$OUT/ab/bench.jsonl"
+      echo "{\"tree\": \"$tree\", \"round\": $i, \"env\": \"${bench_env[*]}\"}" \
+        >>"$OUT/ab/bench.jsonl"
       echo "== round $i $tree: $args" >>"$log"
       timeout 180 env "${bench_env[@]}" "$bench" "${bench_args[@]}" --json \
         >>"$OUT/ab/bench.jsonl" 2>>"$log" || echo "FAILED: $tree $args" | tee -a "$log"
@@ -48,7 +56,7 @@ tree = None
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "tree" in r:
-        tree = f"{r['tree']} {r['round']}"
+        tree = f"{r['tree']} {r['round']} {r.get('env', '')}"
         continue
     print(f"{tree:6s} {r['model']:22s} prompt {r['prompt']:5d} "
           f"{r['decode_ms_median']:7.3f} ms {r['decode_ms_median'] / r['floor_ms']:.3f}x floor "
