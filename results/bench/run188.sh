@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run 188 on the GPU machine (device tool, carrying build_cuda_deps), from the
+# repository root, on an H200 only (elsewhere it prints the card and stops):
+# the H200 half of run187.sh, whose old-against-new half ran on an H100 (run
+# 187). run188_list.txt, then two rounds of the sparse MLP benchmark's default
+# grid, twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%).
+source results/bench/require_h200.sh || exit 0
+export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
+cuda_sparse_ops_test"
+RUN_PACK_LOGS=1 RUN_LIST=results/bench/run188_list.txt \
+  RUN_CTEST="-R FusedMlpLaunchPicks" bash results/bench/device_run.sh
+bash results/bench/sparse_mlp_ab.sh 2 \
+  "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=1" \
+  OPT-66B OPT-175B
+exit 0
