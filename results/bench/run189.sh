@@ -27,14 +27,13 @@ for line in open(sys.argv[1]):
     print(f"{r['model']:20s} wave={int(wave)} "
           f"{r['decode_ms_median']:.3f} ms {r['decode_ms_median'] / r['floor_ms']:.3f}x")
 PY
-if ! source results/bench/require_h200.sh; then pack run189_logs.tgz; exit 0; fi
 mv "$OUT/bench.jsonl" "$OUT/bench_wave.jsonl"
-mv "$OUT/bench.log" "$OUT/bench_wave.log"
-mv "$OUT/run.log" "$OUT/run_wave.log"
-RUN_LIST=results/bench/run188_list.txt RUN_CTEST="-R FusedMlpLaunchPicks" \
-  bash results/bench/device_run.sh
+mv "$OUT/logs.tgz" "$OUT/logs_wave.tgz"
+pack run189_logs.tgz
+source results/bench/require_h200.sh || exit 0
+RUN_PACK_LOGS=1 RUN_LIST=results/bench/run188_list.txt \
+  RUN_CTEST="-R FusedMlpLaunchPicks" bash results/bench/device_run.sh
 bash results/bench/sparse_mlp_ab.sh 2 \
   "DYNSPARSE_CUDA_MLP_ONE_BLOCK=1,DYNSPARSE_CUDA_MLP_ONE_BLOCK=1" \
   OPT-66B OPT-175B
-pack run189_logs.tgz
 exit 0
