@@ -10,7 +10,7 @@
 export DS_CUDA_TARGETS="dynsparse-bench cuda_gemv_test cuda_backend_test"
 RUN_PACK_LOGS=1 RUN_LIST=results/bench/run189_list.txt \
   RUN_CTEST="-R Gemv -E ModelSized" bash results/bench/device_run.sh
-(cd build-cuda-gpu && DYNSPARSE_CUDA_GEMV_WAVE=1 timeout 150 ctest -L cuda \
+(cd build-cuda-gpu && DYNSPARSE_CUDA_GEMV_WAVE=1 timeout 90 ctest -L cuda \
   -R CudaBackendTest -j 4 --output-on-failure) >"$OUT/ctest_wave.log" 2>&1
 tail -5 "$OUT/ctest_wave.log"
 # Everything but the bench lines into one archive (at most 8 files return).
