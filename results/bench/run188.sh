@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run 188 on the GPU machine (device tool, carrying build_cuda_deps), from the
 # repository root, on an H200 only (elsewhere it prints the card and stops):
-# the H200 half of run187.sh, whose old-against-new half ran on an H100 (run
-# 187). run188_list.txt, then two rounds of the sparse MLP benchmark's default
-# grid, twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%).
+# what run187.sh runs after its old-against-new half (which ran on an H100,
+# run 187). run188_list.txt, then two rounds of the sparse MLP benchmark's
+# default grid, twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%).
 source results/bench/require_h200.sh || exit 0
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
 cuda_sparse_ops_test"
