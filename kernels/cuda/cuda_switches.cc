@@ -55,7 +55,6 @@ constexpr OnOff kOnOff[] = {
     {"STORE_PREFETCH", nullptr},
     {"GEMV_BOUNDS", nullptr},
     {"DEEP_MMA", nullptr},
-    {"GEMV_WAVE", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

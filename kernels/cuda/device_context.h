@@ -143,13 +143,6 @@ class DeviceContext {
   // -2.2%; DYNSPARSE_CUDA_DEEP_MMA=0 turns it off).
   bool gemv_deep_mma() const { return deep_mma_; }
   void set_gemv_deep_mma(bool on) { deep_mma_ = on; }
-  // A one-row CUDA-core GEMV of more than one wave of blocks runs on one
-  // wave, each block walking row groups and issuing a group's first loads
-  // before the previous group's epilogue (gemv_kernels.cu,
-  // GemvVectorWaveKernel; off by default until measured faster;
-  // DYNSPARSE_CUDA_GEMV_WAVE=1 turns it on).
-  bool gemv_wave() const { return wave_; }
-  void set_gemv_wave(bool on) { wave_ = on; }
 
   // Makes this context's device current on the calling thread.
   absl::Status Activate() const;
@@ -169,7 +162,6 @@ class DeviceContext {
   bool prefetch_store_ = true;
   bool occupancy_bounds_ = true;
   bool deep_mma_ = true;
-  bool wave_ = false;
 };
 
 // A zero-initialised device tensor whose Storage is cudaMalloc'd on ctx's

@@ -24,7 +24,6 @@ using gemv_internal::KernelFn;
 using gemv_internal::kMmaRows;
 using gemv_internal::kMmaSplitChunks;
 using gemv_internal::kMmaWarps;
-using gemv_internal::kThreads;
 using gemv_internal::kVec;
 using gemv_internal::kWarps;
 using gemv_internal::RowsPerWarp;
@@ -56,10 +55,9 @@ absl::StatusOr<int> BlocksPerSm(const DeviceContext& ctx, KernelFn kernel,
 KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
                         const std::optional<Activation>* gate,
-                        bool deep_mma = false, bool wave = false) {
+                        bool deep_mma = false) {
   return gemv_internal::LaunchedKernel(dtype, batch, path, norm, pairs, gate,
-                                       ctx.gemv_occupancy_bounds(), deep_mma,
-                                       wave);
+                                       ctx.gemv_occupancy_bounds(), deep_mma);
 }
 
 bool IsFloating(DType dtype) {
@@ -122,7 +120,7 @@ std::string GemvPlan::DebugString() const {
                       " warps/row=", warps_per_row, " k_splits=", k_splits,
                       " blocks=", grid_blocks,
                       " resident_warps=", resident_warps,
-                      deep_mma ? " deep" : "", wave ? " wave" : "");
+                      deep_mma ? " deep" : "");
 }
 
 namespace {
@@ -285,22 +283,6 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   plan.k_splits = static_cast<int>(
       std::max<int64_t>(1, CeilDiv(chunks, plan.chunks_per_split)));
   plan.grid_blocks = CeilDiv(groups, kWarps / plan.warps_per_row);
-  if (ctx.gemv_wave() && gate == nullptr && plan.k_splits == 1) {
-    // A grid of more than one wave runs on one wave of the wave build.
-    const KernelFn wave =
-        LaunchedKernel(ctx, w.dtype(), batch, plan.path,
-                       options.norm.has_value(), options.gated_pairs, nullptr,
-                       /*deep_mma=*/false, /*wave=*/true);
-    if (wave != nullptr) {
-      absl::StatusOr<int> wave_per_sm = BlocksPerSm(ctx, wave, kThreads);
-      if (!wave_per_sm.ok()) return wave_per_sm.status();
-      const int64_t capacity = int64_t{*wave_per_sm} * ctx.sm_count();
-      if (capacity > 0 && plan.grid_blocks > capacity) {
-        plan.wave = true;
-        plan.grid_blocks = capacity;
-      }
-    }
-  }
   return plan;
 }
 
@@ -453,7 +435,7 @@ absl::Status Gemv(DeviceContext& ctx, const Tensor& x, const Tensor& w,
   if (options.norm.has_value()) RETURN_IF_ERROR(CheckNorm(*options.norm, w));
   const KernelFn kernel = LaunchedKernel(
       ctx, w.dtype(), x.dim(0), plan.path, options.norm.has_value(),
-      options.gated_pairs, nullptr, plan.deep_mma, plan.wave);
+      options.gated_pairs, nullptr, plan.deep_mma);
   return LaunchPlan(ctx, plan, kernel, x, w, bias, nullptr, options, y);
 }
 

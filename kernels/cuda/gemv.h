@@ -53,9 +53,6 @@ struct GemvPlan {
   // kTensorCore: the one-wave build with more loads in flight a warp
   // (DeviceContext::gemv_deep_mma), taken when it holds the whole grid.
   bool deep_mma = false;
-  // kCudaCore, one row: grid_blocks is one wave of the wave build
-  // (DeviceContext::gemv_wave), each block walking several row groups.
-  bool wave = false;
 
   std::string DebugString() const;
 };

@@ -257,204 +257,6 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
                      Finish(a, j, up_sum, stats));
 }
 
-// A row group's weight loads for one step along K: kRows x kUnroll 16-byte
-// chunks a lane, all in flight before any is used. Chunks at or past
-// chunk_end read as zeros.
-template <int R, int U>
-__device__ __forceinline__ void LoadStep(uint4 (&wv)[U][R],
-                                         const uint4* const (&w_rows)[R],
-                                         int64_t c0, int64_t step,
-                                         int64_t chunk_end) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int64_t c = c0 + u * step;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      wv[u][r] = c < chunk_end ? LoadStreaming(w_rows[r] + c)
-                               : make_uint4(0u, 0u, 0u, 0u);
-    }
-  }
-}
-
-// x's 8 values at float4 index f4 (two float4s). kCoherent: a plain load
-// instead of __ldg, where ptxas must not move it above a PDL wait (LoadMmaX
-// below says why).
-template <bool kCoherent>
-__device__ __forceinline__ void LoadX8(const float4* x4, int64_t f4, float4& xa,
-                                       float4& xb) {
-  if constexpr (kCoherent) {
-    xa = __ldca(x4 + f4);
-    xb = __ldca(x4 + f4 + 1);
-  } else {
-    xa = __ldg(x4 + f4);
-    xb = __ldg(x4 + f4 + 1);
-  }
-}
-
-// The products of one loaded step (LoadStep's chunks) with x, into acc.
-template <typename T, int B, int R, int U, typename XIn, bool kCoherentX>
-__device__ __forceinline__ void FmaStep(const GemvArgs& a,
-                                        const uint4 (&wv)[U][R], int64_t c0,
-                                        int64_t step, int64_t chunk_end,
-                                        float (&acc)[R][B], XStats& stats) {
-  const float4* x4 = reinterpret_cast<const float4*>(a.x);
-  const int64_t x4_row = a.in / 4;  // float4s per x row.
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int64_t c = c0 + u * step;
-    if (c < chunk_end) {
-      float wf[R][8];
-#pragma unroll
-      for (int r = 0; r < R; ++r) Unpack8<T>(wv[u][r], wf[r]);
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        float4 xa, xb;
-        LoadX8<kCoherentX>(x4, b * x4_row + 2 * c, xa, xb);
-        XIn::Apply(a, b * x4_row + 2 * c, xa, xb, stats);
-        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            acc[r][b] = fmaf(wf[r][j], xv[j], acc[r][b]);
-          }
-        }
-      }
-    }
-  }
-}
-
-// Before a row group's weight loads, the threads that will store its values
-// (StoreGroups: lane i of a one-warp row group stores its value i, else
-// thread t the block's value t; a pair is stored by one thread) prefetch
-// what those stores read. `block_group`: the block's index along the rows.
-template <int B, int R, bool kPairs>
-__device__ __forceinline__ void PrefetchGroupStores(const GemvArgs& a,
-                                                    int64_t block_group) {
-  if (!a.prefetch_store_inputs || gridDim.y != 1) return;
-  const int lane = threadIdx.x & 31;
-  const int wpr = a.warps_per_row;
-  const int groups_per_block = kWarps / wpr;
-  const int64_t live_rows = kPairs ? a.out / 2 : a.out;
-  constexpr int kValues = kPairs ? 1 : R * B;  // A row group's stores.
-  const int t = wpr == 1 ? lane : threadIdx.x;
-  if (t >= (wpr == 1 ? 1 : groups_per_block) * kValues) return;
-  const int64_t group = block_group * groups_per_block +
-                        (wpr == 1 ? (threadIdx.x >> 5) / wpr : t / kValues);
-  const int i = t % kValues;
-  const int64_t row = kPairs ? group : group * R + i / B;
-  if (row < live_rows) {
-    PrefetchStoreInputs(a, i % B, row, !kPairs);
-    if constexpr (kPairs) PrefetchStoreInputs(a, 0, live_rows + row, false);
-  }
-}
-
-// The end of a block's row groups: each warp's lanes sum their products, and
-// where several warps split a group's K they combine through shared memory
-// in a fixed order; then the stores. Every thread of the block calls it
-// (it may __syncthreads). `row0`: this warp's first row (kPairs: neuron).
-template <int B, int R, bool kPairs>
-__device__ __forceinline__ void StoreGroups(
-    const GemvArgs& a, int64_t block_group, int64_t row0, float (&acc)[R][B],
-    XStats stats, float (&partial_sums)[kWarps][R * B],
-    XStats (&partial_stats)[kWarps]) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int wpr = a.warps_per_row;
-  const int groups_per_block = kWarps / wpr;
-  const int64_t live_rows = kPairs ? a.out / 2 : a.out;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int b = 0; b < B; ++b) acc[r][b] = WarpSum(acc[r][b]);
-  }
-  if (a.norm_weight != nullptr) {
-    stats.sum = WarpSum(stats.sum);
-    stats.sq = WarpSum(stats.sq);
-  }
-
-  if (wpr == 1) {
-    if (row0 >= live_rows) return;
-    if constexpr (kPairs) {
-      if (lane == 0) StorePair(a, row0, acc[0][0], acc[1][0], stats);
-    } else {
-      // Lane i stores value i (R * B <= 32), so the stores go out in
-      // parallel.
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          if (lane == r * B + b && row0 + r < a.out) {
-            StoreResult(a, B, b, row0 + r, acc[r][b], stats);
-          }
-        }
-      }
-    }
-    return;
-  }
-
-  // Several warps split this row group's K: combine in a fixed order.
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      if (lane == r * B + b) partial_sums[warp][r * B + b] = acc[r][b];
-    }
-  }
-  if (lane == 0) partial_stats[warp] = stats;
-  __syncthreads();
-  if constexpr (kPairs) {
-    if (threadIdx.x >= groups_per_block) return;  // One thread per pair.
-    float up = 0.0f, gate = 0.0f;
-    XStats group_stats;
-    for (int k = 0; k < wpr; ++k) {
-      const int w = threadIdx.x * wpr + k;
-      up += partial_sums[w][0];
-      gate += partial_sums[w][1];
-      group_stats.sum += partial_stats[w].sum;
-      group_stats.sq += partial_stats[w].sq;
-    }
-    const int64_t j = block_group * groups_per_block + threadIdx.x;
-    if (j < live_rows) StorePair(a, j, up, gate, group_stats);
-  } else {
-    for (int t = threadIdx.x; t < groups_per_block * R * B; t += kThreads) {
-      const int group = t / (R * B);
-      const int i = t % (R * B);
-      float sum = 0.0f;
-      XStats group_stats;
-      for (int k = 0; k < wpr; ++k) {
-        sum += partial_sums[group * wpr + k][i];
-        group_stats.sum += partial_stats[group * wpr + k].sum;
-        group_stats.sq += partial_stats[group * wpr + k].sq;
-      }
-      const int64_t row = (block_group * groups_per_block + group) * R + i / B;
-      if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
-    }
-  }
-}
-
-// A row group's first row (kPairs: its neuron).
-template <int R, bool kPairs>
-__device__ __forceinline__ int64_t GroupRow0(int64_t group) {
-  return kPairs ? group : group * R;
-}
-
-// Points w_rows at the rows of the row group that starts at row0 (kPairs:
-// neuron row0's up and gate rows).
-template <int R, bool kPairs>
-__device__ __forceinline__ void GroupRows(const GemvArgs& a, int64_t row0,
-                                          const uint4* (&w_rows)[R]) {
-  const int64_t live_rows = kPairs ? a.out / 2 : a.out;
-  const int64_t chunks = a.in / kVec;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    // Rows past the end re-read the last row; their results are dropped.
-    const int64_t row =
-        kPairs ? r * live_rows + row0 : min(row0 + r, a.out - 1);
-    w_rows[r] = static_cast<const uint4*>(a.w) + row * chunks;
-  }
-}
-
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
@@ -486,7 +288,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       static_cast<int64_t>(blockIdx.x) * groups_per_block + wr;
   const int64_t row0 = kPairs ? group_id : group_id * R;
   const int64_t live_rows = kPairs ? a.out / 2 : a.out;
-  PrefetchGroupStores<B, R, kPairs>(a, blockIdx.x);
+  // The thread that stores a value at the end (the epilogue below: lane i
+  // of a one-warp row group stores its value i, else thread t the block's
+  // value t; a pair is stored by one thread) prefetches what that store
+  // reads.
+  if (a.prefetch_store_inputs && gridDim.y == 1) {
+    constexpr int kValues = kPairs ? 1 : R * B;  // A row group's stores.
+    const int t = wpr == 1 ? lane : threadIdx.x;
+    if (t < (wpr == 1 ? 1 : groups_per_block) * kValues) {
+      const int64_t group =
+          wpr == 1 ? group_id
+                   : static_cast<int64_t>(blockIdx.x) * groups_per_block +
+                         t / kValues;
+      const int i = t % kValues;
+      const int64_t row = kPairs ? group : group * R + i / B;
+      if (row < live_rows) {
+        PrefetchStoreInputs(a, i % B, row, !kPairs);
+        if constexpr (kPairs) {
+          PrefetchStoreInputs(a, 0, live_rows + row, false);
+        }
+      }
+    }
+  }
   const int64_t chunks = a.in / kVec;
   const int64_t chunk_begin = blockIdx.y * a.chunks_per_split;
   const int64_t chunk_end = min(chunks, chunk_begin + a.chunks_per_split);
@@ -512,13 +335,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int64_t step = static_cast<int64_t>(wpr) * 32;
     for (int64_t c0 = chunk_begin + wk * 32 + lane; c0 < chunk_end;
          c0 += step * U) {
+      // All weight loads of this step first: kRows x kUnroll in flight.
       uint4 wv[U][R];
-      LoadStep<R, U>(wv, w_rows, c0, step, chunk_end);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t c = c0 + u * step;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          wv[u][r] = c < chunk_end ? LoadStreaming(w_rows[r] + c)
+                                   : make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
       if (!waited) {
         PdlWait();
         waited = true;
       }
-      FmaStep<T, B, R, U, XIn, false>(a, wv, c0, step, chunk_end, acc, stats);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t c = c0 + u * step;
+        if (c < chunk_end) {
+          float wf[R][8];
+#pragma unroll
+          for (int r = 0; r < R; ++r) Unpack8<T>(wv[u][r], wf[r]);
+#pragma unroll
+          for (int b = 0; b < B; ++b) {
+            float4 xa = __ldg(x4 + b * x4_row + 2 * c);
+            float4 xb = __ldg(x4 + b * x4_row + 2 * c + 1);
+            XIn::Apply(a, b * x4_row + 2 * c, xa, xb, stats);
+            const float xv[8] = {xa.x, xa.y, xa.z, xa.w,
+                                 xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+#pragma unroll
+              for (int j = 0; j < 8; ++j) {
+                acc[r][b] = fmaf(wf[r][j], xv[j], acc[r][b]);
+              }
+            }
+          }
+        }
+      }
     }
   }
   if (!waited) PdlWait();
@@ -593,92 +448,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           i / B;
       if (row < a.out) StoreResult(a, B, i % B, row, sum, group_stats);
     }
-  }
-}
-
-// The one-row kernel on a grid of one wave (DeviceContext::gemv_wave): block
-// b takes row groups b, b + gridDim.x, ... of an unsplit K, and a warp issues
-// the next group's first loads before it sums and stores the group it has
-// finished, so no block exits and relaunches between waves and a group's
-// epilogue runs under the next one's loads. Same lanes, steps and order as
-// GemvVectorKernel, so the same bits. x is read with coherent loads: after
-// the first group, ptxas could otherwise hoist __ldg loads of a later group
-// above the PDL wait (LoadMmaX).
-template <typename T, typename XIn, bool kPairs, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    GemvVectorWaveKernel(const GemvArgs a) {
-  bool waited = !a.early_loads;
-  if (waited) PdlWait();
-  constexpr int B = 1;
-  constexpr int R = GemvTile<B>::kRows;
-  constexpr int U = GemvTile<B>::kUnroll;
-  // Two sets, alternated by group: a fast warp may write the next group's
-  // partials while slow threads still read this one's.
-  __shared__ float partial_sums[2][kWarps][R * B];
-  __shared__ XStats partial_stats[2][kWarps];
-
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int wpr = a.warps_per_row;
-  const int groups_per_block = kWarps / wpr;
-  const int64_t live_rows = kPairs ? a.out / 2 : a.out;
-  const int64_t groups = kPairs ? live_rows : (a.out + R - 1) / R;
-  const int block_groups =
-      static_cast<int>((groups + groups_per_block - 1) / groups_per_block);
-  const int chunks = static_cast<int>(a.in / kVec);
-  const int step = wpr * 32;
-  // Lane 0's chunk: a warp takes a step while lane 0 has chunks left, so its
-  // lanes walk the same steps (LoadStep and FmaStep skip chunks past the
-  // end, as the lanes that leave GemvVectorKernel's loop early do).
-  const int warp_first = (warp % wpr) * 32;
-  const int group_in_block = warp / wpr;
-
-  int block_group = blockIdx.x;
-  const uint4* w_rows[R];
-  PrefetchGroupStores<B, R, kPairs>(a, block_group);
-  int64_t row0 = GroupRow0<R, kPairs>(int64_t{block_group} * groups_per_block +
-                                      group_in_block);
-  GroupRows<R, kPairs>(a, row0, w_rows);
-  uint4 wv[U][R];
-  int warp_c0 = warp_first;
-  LoadStep<R, U>(wv, w_rows, warp_c0 + lane, step,
-                 row0 < live_rows ? chunks : 0);
-  if (!waited) PdlWait();
-  float acc[R][B] = {};
-  XStats stats;
-  int set = 0;
-  while (true) {
-    const bool live = row0 < live_rows;
-    if (live) {
-      FmaStep<T, B, R, U, XIn, true>(a, wv, warp_c0 + lane, step, chunks, acc,
-                                     stats);
-    }
-    warp_c0 += step * U;
-    if (live && warp_c0 < chunks) {
-      LoadStep<R, U>(wv, w_rows, warp_c0 + lane, step, chunks);
-      continue;
-    }
-    // This group is done: the next group's first loads, then its epilogue.
-    const int done_group = block_group;
-    const int64_t done_row0 = row0;
-    block_group += gridDim.x;
-    const bool more = block_group < block_groups;
-    if (more) {
-      PrefetchGroupStores<B, R, kPairs>(a, block_group);
-      row0 = GroupRow0<R, kPairs>(int64_t{block_group} * groups_per_block +
-                                  group_in_block);
-      GroupRows<R, kPairs>(a, row0, w_rows);
-      warp_c0 = warp_first;
-      LoadStep<R, U>(wv, w_rows, warp_c0 + lane, step,
-                     row0 < live_rows ? chunks : 0);
-    }
-    StoreGroups<B, R, kPairs>(a, done_group, done_row0, acc, stats,
-                              partial_sums[set], partial_stats[set]);
-    if (!more) return;
-    set ^= 1;
-    acc[0][0] = 0.0f;
-    acc[1][0] = 0.0f;
-    stats = XStats();
   }
 }
 
@@ -920,13 +689,6 @@ constexpr int OccupancyBound() {
   return 7;
 }
 
-// GemvVectorWaveKernel's blocks an SM: one fewer than OccupancyBound, whose
-// register cap made its loop state spill (ptxas -v, sm_90a: 44-96 bytes).
-template <typename XIn>
-constexpr int WaveBound() {
-  return OccupancyBound<XIn>() - 1;
-}
-
 // The one-row kernel reading x through XIn, with or without OccupancyBound.
 template <typename T, typename XIn, bool kPairs = false>
 KernelFn OneRowKernel(bool bounded) {
@@ -943,22 +705,6 @@ KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
   }
   return pairs ? OneRowKernel<T, PlainInput, true>(bounded)
                : OneRowKernel<T, PlainInput>(bounded);
-}
-
-// The one-row kernel on a grid of one wave (GemvVectorWaveKernel), built for
-// the plain and fused-norm inputs, with or without pairs, at OccupancyBound.
-template <typename T>
-KernelFn WaveVariant(bool norm, bool pairs) {
-  if (norm) {
-    return pairs ? GemvVectorWaveKernel<T, NormInput<T>, true,
-                                        WaveBound<NormInput<T>>()>
-                 : GemvVectorWaveKernel<T, NormInput<T>, false,
-                                        WaveBound<NormInput<T>>()>;
-  }
-  return pairs ? GemvVectorWaveKernel<T, PlainInput, true,
-                                      WaveBound<PlainInput>()>
-               : GemvVectorWaveKernel<T, PlainInput, false,
-                                      WaveBound<PlainInput>()>;
 }
 
 // The gated down projection: x * gate (ProductInput, bounded like the
@@ -1059,21 +805,7 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool deep_mma, bool wave) {
-  if (wave) {
-    if (gate != nullptr || batch != 1 || path != GemvPath::kCudaCore ||
-        !bounded) {
-      return nullptr;
-    }
-    switch (dtype) {
-      case DType::kF16:
-        return WaveVariant<__half>(norm, pairs);
-      case DType::kBF16:
-        return WaveVariant<__nv_bfloat16>(norm, pairs);
-      default:
-        return nullptr;
-    }
-  }
+                        bool bounded, bool deep_mma) {
   if (gate != nullptr) {
     return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
                                 : GatedKernelFor<__nv_bfloat16>(*gate, bounded);

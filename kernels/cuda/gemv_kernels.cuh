@@ -80,12 +80,10 @@ using KernelFn = void (*)(GemvArgs);
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
 // `bounded`: the one-row kernels built for one more block an SM
 // (DeviceContext::gemv_occupancy_bounds). `deep_mma`: the tensor-core
-// kernel's one-wave build (GemvMmaKernel's kDeep). `wave`: the one-row
-// CUDA-core kernel on a grid of one wave (GemvVectorWaveKernel), or null
-// where it is not built (a gate, batch > 1, another path, unbounded).
+// kernel's one-wave build (GemvMmaKernel's kDeep).
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool deep_mma, bool wave = false);
+                        bool bounded, bool deep_mma);
 
 inline int ThreadsFor(GemvPath path) {
   return path == GemvPath::kTensorCore ? kMmaThreads : kThreads;

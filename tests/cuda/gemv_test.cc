@@ -632,9 +632,8 @@ TEST_F(GemvTest, DeepMmaKeepsTheBits) {
             ctx().set_gemv_early_loads(early);
             absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
             EXPECT_TRUE(plan.ok()) << plan.status();
-            if (plan.ok()) {
+            if (plan.ok())
               EXPECT_EQ(plan->deep_mma, deep) << plan->DebugString();
-            }
             Tensor y = options.accumulate
                            ? Upload(old_y)
                            : PoisonedDevice(DType::kF32, {batch, s.out});
@@ -678,114 +677,6 @@ TEST_F(GemvTest, OneWaveBuildTakesTheDownProjectionUnsplit) {
   EXPECT_FALSE(split->deep_mma);
   EXPECT_EQ(whole->k_splits, 1) << whole->DebugString();
   EXPECT_TRUE(whole->deep_mma) << whole->DebugString();
-}
-
-// DeviceContext::gemv_wave: a one-row CUDA-core GEMV of more than one wave of
-// blocks runs on one wave, each block walking row groups. Same lanes, steps
-// and order, so the bits must be the default kernel's: plain (with bias and
-// the residual add), fused RMSNorm and LayerNorm, gated pairs; a last row
-// group cut short, several steps a row (in = 11008) and every warps_per_row.
-TEST_F(GemvTest, WaveKeepsTheBits) {
-  struct Case {
-    const char* name;
-    Shape2 shape;
-    int warps_per_row;
-    bool norm, layer_norm, pairs, accumulate;
-  };
-  const Case cases[] = {
-      {"plain", {4099, 4096}, 0, false, false, false, true},
-      {"plain, several steps", {4096, 11008}, 0, false, false, false, true},
-      {"plain, a warp a row", {16390, 4096}, 1, false, false, false, false},
-      {"plain, two warps a row", {8194, 4104}, 2, false, false, false, true},
-      {"rms", {12290, 4096}, 0, true, false, false, false},
-      {"layer norm", {12288, 4096}, 0, true, true, false, false},
-      {"pairs", {22016, 4096}, 0, true, false, true, false},
-      {"pairs, a warp a row", {22018, 4096}, 1, true, false, true, false},
-  };
-  for (const Case& c : cases) {
-    for (DType dtype : {DType::kF16, DType::kBF16}) {
-      SCOPED_TRACE(::testing::Message() << c.name << " " << DTypeName(dtype)
-                                        << " out=" << c.shape.out << " in="
-                                        << c.shape.in << " " << SeedMessage());
-      const int64_t out = c.shape.out, in = c.shape.in;
-      const Tensor x = Upload(RandomHost({1, in}));
-      const Tensor w =
-          Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
-      Tensor bias = Upload(RandomHost({out}));
-      const Tensor gamma = Upload(RandomHost({in}, dtype, 0.5f));
-      GemvOptions options;
-      options.warps_per_row = c.warps_per_row;
-      options.accumulate = c.accumulate;
-      if (c.norm) options.norm = GemvNorm{gamma, Tensor(), 1e-5};
-      if (c.layer_norm) {
-        absl::StatusOr<LayerNormFold> fold = FoldLayerNorm(
-            ctx(), w, gamma, Upload(RandomHost({in}, dtype)), bias);
-        ASSERT_TRUE(fold.ok()) << fold.status();
-        options.norm->row_sums = fold->row_sums;
-        bias = fold->bias;
-      }
-      if (c.pairs) {
-        options.gated_pairs = true;
-        options.activation = Activation::kSilu;
-        options.activation_from_row = out / 2;
-      }
-      const int64_t y_cols = c.pairs ? out / 2 : out;
-      const Tensor old_y = RandomHost({1, y_cols});
-      auto run = [&](bool wave) -> std::vector<float> {
-        ctx().set_gemv_wave(wave);
-        absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), x, w, options);
-        EXPECT_TRUE(plan.ok()) << plan.status();
-        if (plan.ok()) {
-          EXPECT_EQ(plan->wave, wave) << plan->DebugString();
-        }
-        Tensor y = c.accumulate ? Upload(old_y)
-                                : PoisonedDevice(DType::kF32, {1, y_cols});
-        const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
-        ctx().set_gemv_wave(false);  // The default.
-        EXPECT_TRUE(status.ok()) << status;
-        return status.ok() ? Download(y) : std::vector<float>();
-      };
-      const std::vector<float> want = run(false);
-      EXPECT_EQ(CountNonFinite(want), 0);
-      EXPECT_EQ(run(true), want);
-    }
-  }
-}
-
-// The wave build reads x after its PDL wait: x here is the output of the
-// GEMV queued just before (a 90 MB one, so the second launch starts well
-// before the first ends) and is poisoned (NaN) until that GEMV writes it.
-// An x load moved above the wait would read NaN or stale values.
-TEST_F(GemvTest, WaveReadsXAfterThePdlWait) {
-  if (!ctx().programmatic_launch()) GTEST_SKIP() << "no PDL on this device";
-  const int64_t in = 11008, mid = 4096, out = 16390;
-  for (DType dtype : {DType::kF16, DType::kBF16}) {
-    SCOPED_TRACE(::testing::Message()
-                 << DTypeName(dtype) << " " << SeedMessage());
-    const Tensor x = Upload(RandomHost({1, in}));
-    const Tensor w1 =
-        Upload(RandomHost({mid, in}, dtype, 1.0f / std::sqrt(float(in))));
-    const Tensor w2 =
-        Upload(RandomHost({out, mid}, dtype, 1.0f / std::sqrt(float(mid))));
-    GemvOptions second;
-    second.warps_per_row = 1;
-    auto run = [&](bool wave) -> std::vector<float> {
-      Tensor between = PoisonedDevice(DType::kF32, {1, mid});
-      Tensor y = PoisonedDevice(DType::kF32, {1, out});
-      EXPECT_TRUE(ctx().Synchronize().ok());
-      ctx().set_gemv_wave(wave);
-      absl::Status status = Gemv(ctx(), x, w1, Tensor(), &between);
-      if (status.ok()) status = Gemv(ctx(), between, w2, Tensor(), &y, second);
-      absl::StatusOr<GemvPlan> plan = PlanGemv(ctx(), between, w2, second);
-      ctx().set_gemv_wave(false);  // The default.
-      EXPECT_TRUE(status.ok()) << status;
-      EXPECT_TRUE(plan.ok() && plan->wave == wave);
-      return status.ok() ? Download(y) : std::vector<float>();
-    };
-    const std::vector<float> want = run(false);
-    EXPECT_EQ(CountNonFinite(want), 0);
-    for (int repeat = 0; repeat < 3; ++repeat) EXPECT_EQ(run(true), want);
-  }
 }
 
 TEST_F(GemvTest, FusedNormRejectsWhatItCannotRun) {
