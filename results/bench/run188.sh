@@ -19,5 +19,8 @@ bash results/bench/sparse_mlp_ab.sh 2 \
   OPT-66B OPT-175B
 RUN_PACK_LOGS=1 RUN_LIST=results/bench/run188_list.txt \
   RUN_CTEST="-R NoSuchTest" bash results/bench/device_run.sh
-(cd "$OUT" && tar czf first.tgz first_* && rm -f first_*)
+# The first rows and the text logs in one archive: run187.sh and run189.sh
+# leave files of their own in $OUT, and at most 8 come back.
+(cd "$OUT" && tar czf run188_logs.tgz first_* bench.log run.log &&
+  rm -f first_* bench.log run.log)
 exit 0
