@@ -78,6 +78,12 @@ struct CudaBackendOptions {
   // add into the residual in their epilogue. DYNSPARSE_CUDA_FUSE_NORM=0
   // restores the AddNorm route (A/B timing).
   bool fuse_norm = true;
+  // With fuse_norm: of the residual-adding one-row GEMV (the o-projection;
+  // OPT's fc2 too), only blocks whose index is a multiple of this load their
+  // weights before the PDL wait (0: none; GemvOptions::early_loads_every).
+  // The o-projection's early loads queue ahead of the attention still
+  // running. DYNSPARSE_CUDA_ACCUMULATE_EARLY_EVERY=N overrides it.
+  int64_t accumulate_early_every = 1;
   // On that route the up/gate GEMV writes act(gate) * up (gemv.h
   // gated_pairs) for the down GEMV. DYNSPARSE_CUDA_GATED_PAIRS=0 forms the
   // product in the down GEMV's load instead (GatedGemv; A/B timing).

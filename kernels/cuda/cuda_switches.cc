@@ -73,6 +73,9 @@ constexpr Number kNumbers[] = {
     {"TC_DECODE_KEYS", &Options::tensor_core_decode_attention_keys, 0, ""},
     // The decode kernel has 16-, 32- and 64-key chunk variants.
     {"DECODE_CHUNK", &Options::decode_chunk_keys, 16, "16|32|64"},
+    // The o-projection's blocks that load before the PDL wait: every Nth.
+    {"ACCUMULATE_EARLY_EVERY", &Options::accumulate_early_every, 0,
+     "0|1|2|3|4|8"},
     // The lazy K/V kernel has 2- and 4-row variants (0: automatic).
     {"SPARSE_ROWS", &Options::sparse_rows_per_warp, 0, "0|2|4"},
     // The tensor-core lazy K/V kernel's two occupancy builds.

@@ -92,6 +92,11 @@ struct GemvOptions {
   int64_t activation_from_row = 0;  // Rows below keep y = x w^T + bias.
   std::optional<GemvNorm> norm;     // x is normalised as it is loaded.
   bool accumulate = false;  // y += result: a residual add in the epilogue.
+  // With DeviceContext::gemv_early_loads, the CUDA-core kernel's blocks
+  // whose index is a multiple of this issue their first weight loads before
+  // the PDL wait (0: none do). Fewer early loads leave the memory queues to
+  // the kernel still running (the o-projection after the attention).
+  int early_loads_every = 1;
   // The gated MLP's up/gate pair (one row, CUDA-core path): w is [w_up;
   // w_gate] (2n rows, bias likewise), activation_from_row must be n, and y is
   // [1, n] = (x w_up^T + b_up) * act(x w_gate^T + b_gate), the vector the

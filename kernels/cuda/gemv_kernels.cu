@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // written during a forward step, so with programmatic dependent launch
   // those loads overlap the tail of the previous kernel (a norm, attention)
   // instead of starting only once it has finished.
-  bool waited = !a.early_loads;
+  bool waited = !a.early_loads || blockIdx.x % a.early_loads_every != 0;
   if (waited) PdlWait();
   constexpr int R = GemvTile<B>::kRows;
   constexpr int U = GemvTile<B>::kUnroll;

@@ -7,7 +7,7 @@
 # 2. The backend's decode tests with the wave build on for the whole run.
 # 3. run189_list.txt: prompt-128 decode, wave against default, alternated.
 # On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
-# Since run 189 ran (34ef976), its row summary moved to wave_rows.py and its
+# Since run 189 ran (34ef976), its row summary moved to decode_rows.py and its
 # H200 half, a copy of run188.sh, became a call of it; the backend ctest below
 # lacks the staged libraries' LD_LIBRARY_PATH (all 154 failed to load).
 export DS_CUDA_TARGETS="dynsparse-bench cuda_gemv_test cuda_backend_test"
@@ -21,7 +21,7 @@ pack() {
   (cd "$OUT" && tar czf "$1" --exclude='*.tgz' --exclude='bench*.jsonl' \
     --remove-files $(ls | grep -v -e '\.tgz$' -e '^bench.*\.jsonl$'))
 }
-python3 results/bench/wave_rows.py "$OUT/bench.jsonl"
+python3 results/bench/decode_rows.py "$OUT/bench.jsonl"
 mv "$OUT/bench.jsonl" "$OUT/bench_wave.jsonl"
 mv "$OUT/logs.tgz" "$OUT/logs_wave.tgz"
 pack run189_logs.tgz

@@ -6,4 +6,4 @@
 export DS_CUDA_TARGETS="dynsparse-bench"
 RUN_LIST=results/bench/run190_list.txt RUN_CTEST="-R NoSuchTest" \
   bash results/bench/device_run.sh
-python3 results/bench/wave_rows.py "$OUT/bench.jsonl"
+python3 results/bench/decode_rows.py "$OUT/bench.jsonl"

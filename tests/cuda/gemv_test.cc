@@ -502,6 +502,36 @@ TEST_F(GemvTest, AccumulateAddsIntoY) {
   }
 }
 
+// GemvOptions::early_loads_every only moves which blocks load before the PDL
+// wait: the sums, and so the bits, are those of the default.
+TEST_F(GemvTest, EarlyLoadsEveryKeepsTheBits) {
+  const Shape2 s{4096, 4096};  // The o-projection: more than one wave.
+  const Tensor x = Upload(RandomHost({1, s.in}));
+  const Tensor w = Upload(
+      RandomHost({s.out, s.in}, DType::kF16, 1.0f / std::sqrt(4096.0f)));
+  const Tensor bias = Upload(RandomHost({s.out}));
+  const Tensor r_host = RandomHost({1, s.out});
+  std::vector<float> want;
+  for (int every : {1, 0, 2, 3}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "early_loads_every=" << every << " " << SeedMessage());
+    Tensor y = Upload(r_host);
+    GemvOptions options;
+    options.path = GemvPath::kCudaCore;
+    options.accumulate = true;
+    options.early_loads_every = every;
+    const absl::Status status = Gemv(ctx(), x, w, bias, &y, options);
+    ASSERT_TRUE(status.ok()) << status;
+    const std::vector<float> got = Download(y);
+    if (every == 1) {
+      EXPECT_EQ(CountNonFinite(got), 0);
+      want = got;
+    } else {
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
 // Gated pairs (the up/gate GEMV writing act(gate) * up) against the CPU's
 // two Linears and GatedActivate, with and without the fused RMSNorm.
 TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {

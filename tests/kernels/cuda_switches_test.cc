@@ -109,7 +109,8 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
              "DYNSPARSE_CUDA_TC_KEYED_ATTENTION_ROWS=256",
              "DYNSPARSE_CUDA_TC_DECODE_KEYS=1024",
              "DYNSPARSE_CUDA_SPARSE_ROWS=4", "DYNSPARSE_CUDA_LAZY_MMA_BLOCKS=2",
-             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4"},
+             "DYNSPARSE_CUDA_FUSED_MLP=2", "DYNSPARSE_CUDA_MLP_CLUSTER=4",
+             "DYNSPARSE_CUDA_ACCUMULATE_EARLY_EVERY=0"},
             &o)
           .ok());
   EXPECT_EQ(o.sparse_rows_per_warp, 4);
@@ -121,6 +122,7 @@ TEST(CudaSwitchesTest, NumbersLandInTheOptions) {
   EXPECT_EQ(o.tensor_core_attention_rows, 9);
   EXPECT_EQ(o.fused_decode_attention_max_keys, 0);
   EXPECT_EQ(o.decode_chunk_keys, 16);
+  EXPECT_EQ(o.accumulate_early_every, 0);
 }
 
 TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
