@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run 193 on the GPU machine (device tool, carrying build_cuda_deps), from the
+# repository root, on any sm_90 card: the decode attention asking L2 for the
+# O-projection's later rows as its blocks finish (DYNSPARSE_CUDA_L2_NEXT_WEIGHT=1,
+# off by default; the NOTES' attention window).
+# 1. The attention tests (the prefetch keeps the bits) and the backend's
+#    switch test (every switch, this one on, decodes to the default's logits).
+# 2. run193_list.txt: prompt-128 decode, on against off, alternated.
+# On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
+export DS_CUDA_TARGETS="dynsparse-bench cuda_attention_test cuda_backend_test"
+RUN_PACK_LOGS=1 RUN_LIST=results/bench/run193_list.txt \
+  RUN_CTEST="-R DecodeNewRow|EverySwitch" bash results/bench/device_run.sh
+python3 results/bench/decode_rows.py "$OUT/bench.jsonl"
+grep -E 'tests passed|tests failed' "$OUT/run.log" | tail -2
+mv "$OUT/bench.jsonl" "$OUT/bench_l2.jsonl"
+mv "$OUT/logs.tgz" "$OUT/logs_l2.tgz"
+(cd "$OUT" && tar czf run193_logs.tgz --remove-files bench.log run.log)
+bash results/bench/run188.sh
