@@ -41,10 +41,6 @@ struct AttentionArgs {
   int64_t head_dim = 0;
   float scale = 1.0f;
   Tensor* out = nullptr;  // [n, num_heads * head_dim]
-  // The weight the op after this one reads (W_O of a block that keeps every
-  // head), or null: a hint only, which a backend may prefetch while the
-  // attention waits on memory latency.
-  const Tensor* next_weight = nullptr;
 };
 
 // The token-scoring probe of LazyLLM: the attention probabilities of one

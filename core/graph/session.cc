@@ -431,7 +431,6 @@ void Session::Attention(int64_t layer, Phase phase,
   args.head_dim = config_.head_dim;
   args.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
   args.out = &context;
-  args.next_weight = accumulate ? &w.wo : nullptr;
   if (tokens_ == nullptr) {
     // Nothing reads q or k after the attention: RoPE, the KV-cache write and
     // the attention may run as one op (one kernel for a CUDA decode row).

@@ -80,12 +80,6 @@ struct DeviceAttentionArgs {
   // key list, programmatic dependent launch: the cached keys and values are
   // loaded before the kernel waits for the one that writes q, k and v.
   bool early_kv_loads = false;
-  // Decode with a fused new row, cluster merge: each block asks L2 for its
-  // share of these bytes once its own loads are done (the op after the
-  // attention reads them: the O-projection's rows its first wave does not
-  // load early). Hints only; null or 0: none.
-  const void* l2_prefetch = nullptr;
-  int64_t l2_prefetch_bytes = 0;
   // Decode only, head-subset attention (DejaVu): q and out hold num_heads
   // compact heads; compact head j of row r is query head
   // head_ids[r * num_heads + j], reading kv head head_ids / head_group.

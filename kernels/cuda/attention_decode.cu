@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdint>
 #include <cmath>
 #include <type_traits>
 
@@ -306,31 +305,6 @@ __device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
   }
 }
 
-// This block's share of a.l2_prefetch, asked of L2 with bulk prefetches
-// (sm_90; one thread issues them). Issued once the block's own loads are
-// done, so they queue behind them, not ahead (NOTES: prefetches issued at a
-// kernel's start slowed the attention they shared the queues with).
-__device__ __forceinline__ void PrefetchShareToL2(const KernelArgs& a) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const int64_t blocks =
-      static_cast<int64_t>(gridDim.x) * gridDim.y * gridDim.z;
-  const int64_t block =
-      (static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x +
-      blockIdx.x;
-  const int64_t units = a.l2_prefetch_bytes / 16;
-  const int64_t begin = units * block / blocks * 16;
-  const int64_t end = units * (block + 1) / blocks * 16;
-  constexpr int64_t kPiece = 1 << 16;
-  for (int64_t at = begin; at < end; at += kPiece) {
-    const uint32_t size = static_cast<uint32_t>(min(kPiece, end - at));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-                     a.l2_prefetch + at),
-                 "r"(size)
-                 : "memory");
-  }
-#endif
-}
-
 // A block's partial for its chunk into `entry`: DecodeChunk's, or an empty
 // one when none of the chunk's keys is visible to the row.
 template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
@@ -414,7 +388,6 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float entry[2 + D];
   ChunkPartial<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
                                               limit, chunk0 < limit, entry);
-  if (a.l2_prefetch_bytes > 0 && threadIdx.x == 0) PrefetchShareToL2(a);
   cluster.sync();
   if (chunk == 0) {
     const int d = threadIdx.x;
@@ -626,13 +599,6 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   // its successor only after its own wait, so when this kernel starts every
   // kernel before the q/k/v GEMV has finished. (No key list or head ids here.)
   a.early_kv = args.early_kv_loads && ctx.programmatic_launch();
-  // Whole 16-byte units from a 16-byte aligned start (the bulk prefetch's
-  // rule); anything else is left out.
-  const auto start = reinterpret_cast<uintptr_t>(args.l2_prefetch);
-  if (a.cluster_merge && start % 16 == 0 && args.l2_prefetch_bytes >= 16) {
-    a.l2_prefetch = static_cast<const char*>(args.l2_prefetch);
-    a.l2_prefetch_bytes = args.l2_prefetch_bytes / 16 * 16;
-  }
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(

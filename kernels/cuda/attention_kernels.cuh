@@ -68,10 +68,6 @@ struct KernelArgs {
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
   bool cluster_merge = false;
-  // DeviceAttentionArgs::l2_prefetch: 16-byte aligned, a multiple of 16
-  // bytes (or null / 0).
-  const char* l2_prefetch = nullptr;
-  int64_t l2_prefetch_bytes = 0;
 };
 
 // A cache pointer of KernelArgs as the kernel's element type.

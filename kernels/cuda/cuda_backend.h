@@ -266,11 +266,6 @@ class CudaBackend : public Backend {
   // Whether a dense decode attention over `num_keys` keys takes the
   // tensor-core split kernels (tensor_core_decode_attention_keys).
   bool TensorCoreDecodeAttention(int64_t num_keys) const;
-  // d's L2 prefetch: the rows of w (the O-projection after the attention,
-  // input x) that its GEMV does not load before its PDL wait
-  // (CudaBackendOptions::l2_next_weight).
-  void NextWeightToL2(const Tensor& x, const Tensor& w,
-                      DeviceAttentionArgs* d) const;
   // With `new_row`, DecodeAttentionWithNewRow.
   void LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
                              const char* op,

@@ -195,26 +195,6 @@ void CudaBackend::RopeWriteKv(const RopeTable& rope,
         "RopeWriteKv");
 }
 
-void CudaBackend::NextWeightToL2(const Tensor& x, const Tensor& w,
-                                 DeviceAttentionArgs* d) const {
-  // The rows past those the GEMV's first wave loads before its PDL wait
-  // (gemv_kernels.cu: a block's first step covers its whole row group at
-  // rows of 4096); all of w where the plan is not the CUDA-core one.
-  const absl::StatusOr<GemvPlan> plan = PlanGemv(*active_, x, w);
-  if (!plan.ok() || w.rank() != 2) return;
-  int64_t early_rows = 0;
-  if (plan->path == GemvPath::kCudaCore && plan->k_splits == 1 &&
-      active_->gemv_early_loads() && options_.accumulate_early_every == 1) {
-    early_rows = static_cast<int64_t>(plan->resident_warps) /
-                 plan->warps_per_row * plan->rows_per_warp;
-  }
-  const int64_t rows = std::max<int64_t>(0, w.dim(0) - early_rows);
-  const int64_t row_bytes = w.dim(1) * static_cast<int64_t>(DTypeSize(w.dtype()));
-  d->l2_prefetch = static_cast<const char*>(w.raw_data()) +
-                   (w.dim(0) - rows) * row_bytes;
-  d->l2_prefetch_bytes = rows * row_bytes;
-}
-
 void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
                                        Tensor* k, const Tensor& v,
                                        Tensor* k_cache, Tensor* v_cache,
@@ -238,10 +218,6 @@ void CudaBackend::RopeWriteKvAttention(const RopeTable& rope, Tensor* q,
   uint64_t sig = kOpRopeWriteKvAttention;
   DeviceAttentionArgs d = DeviceArgs(args, &sig);
   sig = MixTensor(MixTensor(MixTensor(sig, *k), v), freq);
-  if (options_.l2_next_weight && args.next_weight != nullptr) {
-    NextWeightToL2(*args.out, *args.next_weight, &d);
-    sig = Mix(MixTensor(sig, *args.next_weight), d.l2_prefetch_bytes);
-  }
   DecodeNewRow row;
   row.inv_freq = &freq;
   row.k = k;

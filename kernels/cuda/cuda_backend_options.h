@@ -208,13 +208,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // With fused_decode_attention and the cluster merge: the decode attention
-  // asks L2 for the rows of W_O that the O-projection's first wave does not
-  // load before its PDL wait, once each block's own loads are done
-  // (AttentionArgs::next_weight), so the O-projection's later waves read
-  // L2 instead of HBM while the attention's latency leaves HBM idle.
-  // DYNSPARSE_CUDA_L2_NEXT_WEIGHT=1 turns it on (A/B timing).
-  bool l2_next_weight = false;
 };
 
 }  // namespace dynsparse::cuda

@@ -45,7 +45,6 @@ constexpr OnOff kOnOff[] = {
     {"KV_F16", &Options::f16_kv_cache},
     {"ATTENTION_CLUSTER", &Options::cluster_decode_attention},
     {"EARLY_KV", &Options::early_kv_loads},
-    {"L2_NEXT_WEIGHT", &Options::l2_next_weight, /*one_turns_on=*/true},
     {"EARLY_MLP", &Options::early_mlp_copies},
     {"MLP_SUM_IN_KERNEL", &Options::fused_mlp_sum_in_kernel,
      /*one_turns_on=*/true},

@@ -7,6 +7,8 @@
 #    switch test (every switch, this one on, decodes to the default's logits).
 # 2. run193_list.txt: prompt-128 decode, on against off, alternated.
 # On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
+# Ran at b907ad9 (results/bench/h100_run193); the switch was removed after
+# it, so the list's switched rows need that commit.
 export DS_CUDA_TARGETS="dynsparse-bench cuda_attention_test cuda_backend_test"
 RUN_PACK_LOGS=1 RUN_LIST=results/bench/run193_list.txt \
   RUN_CTEST="-R DecodeNewRow|EverySwitch" bash results/bench/device_run.sh

@@ -503,19 +503,6 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
         << "cluster merge " << SeedMessage();
     EXPECT_EQ(prefix(Download(kc3)), prefix(Download(kc1))) << "cluster merge";
     EXPECT_EQ(prefix(Download(vc3)), prefix(Download(vc1))) << "cluster merge";
-
-    // With a weight's bytes asked of L2 as the blocks finish (the
-    // O-projection's rows; a length that is no multiple of 16): hints only,
-    // so the same bits (the rerun writes row pos again, with the same values).
-    const Tensor hint = PoisonedDevice(DType::kF32, {(1 << 18) + 3});
-    cluster_args.l2_prefetch = hint.raw_data();
-    cluster_args.l2_prefetch_bytes = static_cast<int64_t>(hint.bytes());
-    Tensor out4 = PoisonedDevice(DType::kF32, {1, qd});
-    cluster_args.out = &out4;
-    const absl::Status st4 = DecodeAttentionWithNewRow(
-        ctx(), cluster_args, row3, scratch.data<float>());
-    ASSERT_TRUE(st4.ok()) << st4;
-    EXPECT_EQ(Download(out4), Download(out3)) << "L2 prefetch";
   }
 }
 
