@@ -278,8 +278,7 @@ void CudaBackend::LinearAccumulate(const Tensor& x, const Tensor& w,
   if (!Op(MixTensor(MixTensor(sig, bias), *residual))) return;
   GemvOptions options;
   options.accumulate = true;
-  options.early_loads_every =
-      static_cast<int>(options_.accumulate_early_every);
+  options.early_loads_every = static_cast<int>(options_.accumulate_early_every);
   Check(Gemv(*active_, x, w, bias, residual, options), "LinearAccumulate");
 }
 

@@ -507,8 +507,8 @@ TEST_F(GemvTest, AccumulateAddsIntoY) {
 TEST_F(GemvTest, EarlyLoadsEveryKeepsTheBits) {
   const Shape2 s{4096, 4096};  // The o-projection: more than one wave.
   const Tensor x = Upload(RandomHost({1, s.in}));
-  const Tensor w = Upload(
-      RandomHost({s.out, s.in}, DType::kF16, 1.0f / std::sqrt(4096.0f)));
+  const Tensor w =
+      Upload(RandomHost({s.out, s.in}, DType::kF16, 1.0f / std::sqrt(4096.0f)));
   const Tensor bias = Upload(RandomHost({s.out}));
   const Tensor r_host = RandomHost({1, s.out});
   std::vector<float> want;
