@@ -7,12 +7,6 @@
 # 2. run192_list.txt: prompt-128 decode, every block / every second / none,
 #    alternated.
 # On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
-export DS_CUDA_TARGETS="dynsparse-bench cuda_gemv_test"
-RUN_PACK_LOGS=1 RUN_LIST=results/bench/run192_list.txt \
-  RUN_CTEST="-R Gemv -E ModelSized" bash results/bench/device_run.sh
-python3 results/bench/decode_rows.py "$OUT/bench.jsonl"
-grep -E 'tests passed|tests failed' "$OUT/run.log" | tail -2
-mv "$OUT/bench.jsonl" "$OUT/bench_early.jsonl"
-mv "$OUT/logs.tgz" "$OUT/logs_early.tgz"
-(cd "$OUT" && tar czf run192_logs.tgz --remove-files bench.log run.log)
-bash results/bench/run188.sh
+# Since run 192 ran, its steps live in switch_ab.sh (shared with the other run).
+bash results/bench/switch_ab.sh run192 early "dynsparse-bench cuda_gemv_test" \
+  "-R Gemv -E ModelSized"

@@ -9,12 +9,6 @@
 # On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
 # Ran at b907ad9 (results/bench/h100_run193); the switch was removed after
 # it, so the list's switched rows need that commit.
-export DS_CUDA_TARGETS="dynsparse-bench cuda_attention_test cuda_backend_test"
-RUN_PACK_LOGS=1 RUN_LIST=results/bench/run193_list.txt \
-  RUN_CTEST="-R DecodeNewRow|EverySwitch" bash results/bench/device_run.sh
-python3 results/bench/decode_rows.py "$OUT/bench.jsonl"
-grep -E 'tests passed|tests failed' "$OUT/run.log" | tail -2
-mv "$OUT/bench.jsonl" "$OUT/bench_l2.jsonl"
-mv "$OUT/logs.tgz" "$OUT/logs_l2.tgz"
-(cd "$OUT" && tar czf run193_logs.tgz --remove-files bench.log run.log)
-bash results/bench/run188.sh
+# Since run 193 ran, its steps live in switch_ab.sh (shared with the other run).
+bash results/bench/switch_ab.sh run193 l2 "dynsparse-bench cuda_attention_test cuda_backend_test" \
+  "-R DecodeNewRow|EverySwitch"
