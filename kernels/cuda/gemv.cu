@@ -163,6 +163,10 @@ absl::StatusOr<GemvPlan> PlanLaunch(const DeviceContext& ctx, const Tensor& x,
   if (options.k_splits < 0) {
     return absl::InvalidArgumentError("k_splits must be >= 0");
   }
+  if (options.early_loads_every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "early_loads_every must be >= 0, got ", options.early_loads_every));
+  }
   if ((options.norm.has_value() || options.gated_pairs) &&
       (batch != 1 || plan.path != GemvPath::kCudaCore)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -94,9 +94,9 @@ struct GemvOptions {
   bool accumulate = false;  // y += result: a residual add in the epilogue.
   // With DeviceContext::gemv_early_loads, the CUDA-core kernel's blocks
   // whose index is a multiple of this issue their first weight loads before
-  // the PDL wait (0: none do), for A/B timing of the queue they build ahead
-  // of the kernel still running (the o-projection after the attention:
-  // fewer lost or tied on an H100, results/bench/h100_run192).
+  // the PDL wait (0: none do; negative is an error), for A/B timing of the
+  // queue they build ahead of the kernel still running (the o-projection after
+  // the attention: fewer lost or tied on an H100, results/bench/h100_run192).
   int early_loads_every = 1;
   // The gated MLP's up/gate pair (one row, CUDA-core path): w is [w_up;
   // w_gate] (2n rows, bias likewise), activation_from_row must be n, and y is

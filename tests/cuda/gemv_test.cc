@@ -323,6 +323,9 @@ TEST_F(GemvTest, RejectsBadOperands) {
   GemvOptions ks;
   ks.k_splits = -1;
   EXPECT_EQ(code(x, w, Tensor(), &y, ks), kInvalid);
+  GemvOptions early;
+  early.early_loads_every = -1;
+  EXPECT_EQ(code(x, w, Tensor(), &y, early), kInvalid);
   // Integer weights.
   EXPECT_EQ(
       code(x,
