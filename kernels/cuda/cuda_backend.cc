@@ -123,7 +123,7 @@ std::string CudaBackend::name() const {
       ctx_->gemv_early_loads() ? "" : ", late GEMV loads",
       options_.accumulate_early_every == 1
           ? ""
-          : absl::StrCat(", o-projection early loads every ",
+          : absl::StrCat(", residual-add GEMV early loads every ",
                          options_.accumulate_early_every),
       ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
