@@ -386,8 +386,8 @@ absl::Status LaunchPlan(DeviceContext& ctx, const GemvPlan& plan,
       options.norm.has_value() ? static_cast<float>(options.norm->eps) : 0.0f;
   args.layer_norm = args.norm_row_sums != nullptr;
   args.accumulate = options.accumulate;
-  args.early_loads = ctx.gemv_early_loads() && options.early_loads_every > 0;
-  args.early_loads_every = std::max(1, options.early_loads_every);
+  args.early_loads_every =
+      ctx.gemv_early_loads() ? options.early_loads_every : 0;
   args.prefetch_store_inputs = ctx.gemv_prefetch_store();
   args.batch = static_cast<int>(batch);
   args.out = out;

@@ -269,7 +269,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // written during a forward step, so with programmatic dependent launch
   // those loads overlap the tail of the previous kernel (a norm, attention)
   // instead of starting only once it has finished.
-  bool waited = !a.early_loads || blockIdx.x % a.early_loads_every != 0;
+  bool waited =
+      a.early_loads_every == 0 || blockIdx.x % a.early_loads_every != 0;
   if (waited) PdlWait();
   constexpr int R = GemvTile<B>::kRows;
   constexpr int U = GemvTile<B>::kUnroll;
@@ -530,13 +531,13 @@ __device__ __forceinline__ float4 LoadMmaX(const float4* p) {
 // kDeep: a grid that fits the GPU in one wave (o-projection, down: 256
 // blocks, ~2 an SM) gains nothing from occupancy, so each warp issues
 // kMmaDeepU units at once instead (twice the bytes in flight, half the
-// round trips) and, with a.early_loads, its first units before the PDL
+// round trips) and, with a.early_loads_every, its first units before the PDL
 // wait, as the CUDA-core kernel does. Same units in the same order, so the
 // same bits; it reads x through LoadMmaX's coherent loads.
 template <typename T, int B, bool kDeep = false>
 __global__ void __launch_bounds__(kMmaThreads) GemvMmaKernel(const GemvArgs a) {
   constexpr int kU = kDeep ? kMmaDeepU : kMmaU;
-  bool waited = !(kDeep && a.early_loads);
+  bool waited = !(kDeep && a.early_loads_every != 0);
   if (waited) PdlWait();
   using Ops = MmaOps<T>;
   __shared__ float partial_sums[kMmaWarps][kMmaRows * 8];

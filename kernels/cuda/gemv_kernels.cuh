@@ -45,11 +45,13 @@ struct GemvArgs {
   const float* norm_row_sums;
   float norm_eps;
   bool layer_norm;
-  bool accumulate;        // y += result (the residual add in the epilogue).
-  int act;                // -1, or an Activation applied to y (+ bias)
-  int64_t act_from_row;   // ... in rows >= this one only.
-  bool early_loads;       // Weight loads before PdlWait (vector kernel),
-  int early_loads_every;  // ... in blocks whose blockIdx.x is a multiple.
+  bool accumulate;       // y += result (the residual add in the epilogue).
+  int act;               // -1, or an Activation applied to y (+ bias)
+  int64_t act_from_row;  // ... in rows >= this one only.
+  // Weight loads before PdlWait: 0 none; N in the vector kernel's blocks
+  // whose blockIdx.x is a multiple of N (GemvOptions::early_loads_every),
+  // in every block of the deep MMA kernel.
+  int early_loads_every;
   // The vector kernel asks L2 for its stores' bias, LayerNorm row sums and
   // old y before its weight loads (DeviceContext::gemv_prefetch_store).
   bool prefetch_store_inputs;
