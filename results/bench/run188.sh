@@ -7,11 +7,13 @@
 # each) with the build; two rounds of the sparse MLP benchmark's default grid,
 # twice a round, on OPT-66B and OPT-175B (issue 6 item 3's 85%); then
 # run188_list.txt: 8k keys=cached against dense (issue 7 item 3), last the
-# OPT-66B DejaVu / dense pair.
+# OPT-66B DejaVu / dense pair. The first ctest also runs the GEMV tests
+# (since b929703: GemvArgs' early-load flag folded into early_loads_every).
 source results/bench/require_h200.sh || exit 0
 export DS_CUDA_TARGETS="dynsparse-bench dynsparse_sparse_mlp_bench \
-cuda_sparse_ops_test"
-RUN_LIST=results/bench/run188_first.txt RUN_CTEST="-R FusedMlpLaunchPicks" \
+cuda_sparse_ops_test cuda_gemv_test"
+RUN_LIST=results/bench/run188_first.txt \
+  RUN_CTEST="-R FusedMlpLaunchPicks|^GemvTest -E ModelSized" \
   bash results/bench/device_run.sh
 for name in bench.jsonl bench.log run.log; do mv "$OUT/$name" "$OUT/first_$name"; done
 bash results/bench/sparse_mlp_ab.sh 2 \
