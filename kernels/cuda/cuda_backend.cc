@@ -128,6 +128,7 @@ std::string CudaBackend::name() const {
       ctx_->gemv_prefetch_store() ? "" : ", no GEMV store prefetch",
       ctx_->gemv_occupancy_bounds() ? "" : ", unbounded GEMV registers",
       ctx_->gemv_deep_mma() ? "" : ", no one-wave MMA GEMV build",
+      ctx_->gemv_weights_evict_first() ? ", GEMV weights evict_first" : "",
       options_.decode_stack ? ", decode stack" : "",
       options_.fused_mlp_sum_in_kernel ? ", MLP splits summed in its launch"
                                        : "",

@@ -55,6 +55,7 @@ constexpr OnOff kOnOff[] = {
     {"STORE_PREFETCH", nullptr},
     {"GEMV_BOUNDS", nullptr},
     {"DEEP_MMA", nullptr},
+    {"WEIGHTS_EVICT_FIRST", nullptr},
 };
 
 // A whole number, at least `min`, or one of `choices` when given.

@@ -154,6 +154,8 @@ absl::StatusOr<std::unique_ptr<DeviceContext>> DeviceContext::Create(
   ctx->set_gemv_prefetch_store(SwitchOn("DYNSPARSE_CUDA_STORE_PREFETCH", true));
   ctx->set_gemv_occupancy_bounds(SwitchOn("DYNSPARSE_CUDA_GEMV_BOUNDS", true));
   ctx->set_gemv_deep_mma(SwitchOn("DYNSPARSE_CUDA_DEEP_MMA", true));
+  ctx->set_gemv_weights_evict_first(
+      SwitchOn("DYNSPARSE_CUDA_WEIGHTS_EVICT_FIRST", false));
 
   DS_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));

@@ -136,6 +136,12 @@ class DeviceContext {
   // off).
   bool gemv_occupancy_bounds() const { return occupancy_bounds_; }
   void set_gemv_occupancy_bounds(bool on) { occupancy_bounds_ = on; }
+  // ... and, so built, load their weights with an L2 evict_first policy, so
+  // the K/V, activations and code that the step's other kernels read are
+  // not the lines the weight stream evicts
+  // (DYNSPARSE_CUDA_WEIGHTS_EVICT_FIRST=1 turns it on; A/B timing).
+  bool gemv_weights_evict_first() const { return weights_evict_first_; }
+  void set_gemv_weights_evict_first(bool on) { weights_evict_first_ = on; }
   // A tensor-core GEMV (batch 3-8) whose grid fits the GPU in one wave runs
   // the build with twice the loads in flight a warp and its first weight
   // loads before the PDL wait (gemv_kernels.cu, GemvMmaKernel's kDeep; the
@@ -161,6 +167,7 @@ class DeviceContext {
   bool early_loads_ = true;
   bool prefetch_store_ = true;
   bool occupancy_bounds_ = true;
+  bool weights_evict_first_ = false;
   bool deep_mma_ = true;
 };
 

@@ -56,8 +56,11 @@ KernelFn LaunchedKernel(const DeviceContext& ctx, DType dtype, int64_t batch,
                         GemvPath path, bool norm, bool pairs,
                         const std::optional<Activation>* gate,
                         bool deep_mma = false) {
+  const gemv_internal::OneRowBuild one_row{
+      .bounded = ctx.gemv_occupancy_bounds(),
+      .evict_first = ctx.gemv_weights_evict_first()};
   return gemv_internal::LaunchedKernel(dtype, batch, path, norm, pairs, gate,
-                                       ctx.gemv_occupancy_bounds(), deep_mma);
+                                       one_row, deep_mma);
 }
 
 bool IsFloating(DType dtype) {

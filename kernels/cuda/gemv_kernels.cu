@@ -68,6 +68,25 @@ __device__ __forceinline__ uint4 LoadStreaming(const uint4* p) {
   return v;
 }
 
+// The same load with an L2 eviction policy (EvictFirstPolicy()): a decode
+// step streams every weight through L2 once, so they can be the first lines
+// to leave, and the K/V, activations and code the next kernels read stay.
+__device__ __forceinline__ uint4 LoadStreaming(const uint4* p,
+                                               uint64_t policy) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 "
+      "{%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "l"(policy));
+  return v;
+}
+
+__device__ __forceinline__ uint64_t EvictFirstPolicy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
 // Eight weights packed in a uint4 -> f32.
 template <typename T>
 __device__ __forceinline__ void Unpack8(const uint4& v, float (&f)[8]);
@@ -260,9 +279,10 @@ __device__ __forceinline__ void StorePair(const GemvArgs& a, int64_t j,
 // Block = 8 warps = (8 / warps_per_row) row groups x warps_per_row K slices.
 // A row group is kRows consecutive rows (kPairs: rows j and out / 2 + j);
 // blockIdx.y selects the K split. kMinBlocks > 1 asks ptxas to fit that many
-// blocks an SM (OccupancyBound).
+// blocks an SM (OccupancyBound). kEvictFirst: the weight loads carry an L2
+// evict_first policy (DeviceContext::gemv_weights_evict_first).
 template <typename T, int B, typename XIn = PlainInput, bool kPairs = false,
-          int kMinBlocks = 1>
+          int kMinBlocks = 1, bool kEvictFirst = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     GemvVectorKernel(const GemvArgs a) {
   // PdlWait comes after the first step's weight loads: weights are never
@@ -334,6 +354,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const float4* x4 = reinterpret_cast<const float4*>(a.x);
     const int64_t x4_row = a.in / 4;  // float4s per x row.
     const int64_t step = static_cast<int64_t>(wpr) * 32;
+    [[maybe_unused]] uint64_t policy = 0;
+    if constexpr (kEvictFirst) policy = EvictFirstPolicy();
     for (int64_t c0 = chunk_begin + wk * 32 + lane; c0 < chunk_end;
          c0 += step * U) {
       // All weight loads of this step first: kRows x kUnroll in flight.
@@ -343,8 +365,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int64_t c = c0 + u * step;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          wv[u][r] = c < chunk_end ? LoadStreaming(w_rows[r] + c)
-                                   : make_uint4(0u, 0u, 0u, 0u);
+          if (c >= chunk_end) {
+            wv[u][r] = make_uint4(0u, 0u, 0u, 0u);
+          } else if constexpr (kEvictFirst) {
+            wv[u][r] = LoadStreaming(w_rows[r] + c, policy);
+          } else {
+            wv[u][r] = LoadStreaming(w_rows[r] + c);
+          }
         }
       }
       if (!waited) {
@@ -690,30 +717,34 @@ constexpr int OccupancyBound() {
   return 7;
 }
 
-// The one-row kernel reading x through XIn, with or without OccupancyBound.
+// The one-row kernel reading x through XIn, with or without OccupancyBound
+// (and, bounded, with or without evict_first weight loads).
 template <typename T, typename XIn, bool kPairs = false>
-KernelFn OneRowKernel(bool bounded) {
-  return bounded ? GemvVectorKernel<T, 1, XIn, kPairs, OccupancyBound<XIn>()>
-                 : GemvVectorKernel<T, 1, XIn, kPairs>;
+KernelFn OneRowKernel(OneRowBuild build) {
+  constexpr int kBound = OccupancyBound<XIn>();
+  if (!build.bounded) return GemvVectorKernel<T, 1, XIn, kPairs>;
+  return build.evict_first ? GemvVectorKernel<T, 1, XIn, kPairs, kBound, true>
+                           : GemvVectorKernel<T, 1, XIn, kPairs, kBound>;
 }
 
 // The one-row CUDA-core kernel with a fused norm and/or gated pairs.
 template <typename T>
-KernelFn VectorVariant(bool norm, bool pairs, bool bounded) {
+KernelFn VectorVariant(bool norm, bool pairs, OneRowBuild one_row) {
   if (norm) {
-    return pairs ? OneRowKernel<T, NormInput<T>, true>(bounded)
-                 : OneRowKernel<T, NormInput<T>>(bounded);
+    return pairs ? OneRowKernel<T, NormInput<T>, true>(one_row)
+                 : OneRowKernel<T, NormInput<T>>(one_row);
   }
-  return pairs ? OneRowKernel<T, PlainInput, true>(bounded)
-               : OneRowKernel<T, PlainInput>(bounded);
+  return pairs ? OneRowKernel<T, PlainInput, true>(one_row)
+               : OneRowKernel<T, PlainInput>(one_row);
 }
 
-// The gated down projection: x * gate (ProductInput, bounded like the
+// The gated down projection: x * gate (ProductInput, one_row like the
 // others), or x * act(gate) computed in the load (GatedInput, off the default
 // route: at 7 blocks an SM two of them spill, so they keep ptxas's counts).
 template <typename T>
-KernelFn GatedKernelFor(std::optional<Activation> activation, bool bounded) {
-  if (!activation.has_value()) return OneRowKernel<T, ProductInput>(bounded);
+KernelFn GatedKernelFor(std::optional<Activation> activation,
+                        OneRowBuild one_row) {
+  if (!activation.has_value()) return OneRowKernel<T, ProductInput>(one_row);
   switch (*activation) {
     case Activation::kRelu:
       return GemvVectorKernel<T, 1, GatedInput<Activation::kRelu>>;
@@ -745,10 +776,10 @@ KernelFn ForBatch(int64_t batch, Make make) {
 }
 
 template <typename T>
-KernelFn VectorKernelFor(int64_t batch, bool bounded) {
-  return ForBatch(batch, [bounded](auto b) -> KernelFn {
+KernelFn VectorKernelFor(int64_t batch, OneRowBuild one_row) {
+  return ForBatch(batch, [one_row](auto b) -> KernelFn {
     if constexpr (decltype(b)::value == 1) {
-      return OneRowKernel<T, PlainInput>(bounded);
+      return OneRowKernel<T, PlainInput>(one_row);
     } else {
       return GemvVectorKernel<T, decltype(b)::value>;
     }
@@ -771,10 +802,11 @@ KernelFn MmaKernelFor(int64_t batch, bool deep) {
 }
 
 template <typename T>
-KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded, bool deep) {
+KernelFn KernelFor(GemvPath path, int64_t batch, OneRowBuild one_row,
+                   bool deep) {
   switch (path) {
     case GemvPath::kCudaCore:
-      return VectorKernelFor<T>(batch, bounded);
+      return VectorKernelFor<T>(batch, one_row);
     case GemvPath::kTensorCore:
       return MmaKernelFor<T>(batch, deep);
     case GemvPath::kScalar:
@@ -786,13 +818,13 @@ KernelFn KernelFor(GemvPath path, int64_t batch, bool bounded, bool deep) {
 }
 
 // The kernel a plain GEMV (no fused norm, pairs or gate) runs.
-KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
-                      bool deep) {
+KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path,
+                      OneRowBuild one_row, bool deep) {
   switch (dtype) {
     case DType::kBF16:
-      return KernelFor<__nv_bfloat16>(path, batch, bounded, deep);
+      return KernelFor<__nv_bfloat16>(path, batch, one_row, deep);
     case DType::kF16:
-      return KernelFor<__half>(path, batch, bounded, deep);
+      return KernelFor<__half>(path, batch, one_row, deep);
     case DType::kF32:
       return path == GemvPath::kScalar ? ScalarKernelFor<float>(batch)
                                        : nullptr;
@@ -806,17 +838,17 @@ KernelFn SelectKernel(DType dtype, int64_t batch, GemvPath path, bool bounded,
 
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool deep_mma) {
+                        OneRowBuild one_row, bool deep_mma) {
   if (gate != nullptr) {
-    return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, bounded)
-                                : GatedKernelFor<__nv_bfloat16>(*gate, bounded);
+    return dtype == DType::kF16 ? GatedKernelFor<__half>(*gate, one_row)
+                                : GatedKernelFor<__nv_bfloat16>(*gate, one_row);
   }
   if (!norm && !pairs) {
-    return SelectKernel(dtype, batch, path, bounded, deep_mma);
+    return SelectKernel(dtype, batch, path, one_row, deep_mma);
   }
   return dtype == DType::kF16
-             ? VectorVariant<__half>(norm, pairs, bounded)
-             : VectorVariant<__nv_bfloat16>(norm, pairs, bounded);
+             ? VectorVariant<__half>(norm, pairs, one_row)
+             : VectorVariant<__nv_bfloat16>(norm, pairs, one_row);
 }
 
 absl::Status LaunchSplitReduce(DeviceContext& ctx, const GemvArgs& args,

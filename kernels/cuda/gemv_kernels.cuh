@@ -79,14 +79,21 @@ inline constexpr int kMmaSplitChunks = kMmaWarps * kMmaUnitChunks;
 
 using KernelFn = void (*)(GemvArgs);
 
+// How the one-row CUDA-core kernels are built (DeviceContext's switches).
+struct OneRowBuild {
+  // For one more block an SM (DeviceContext::gemv_occupancy_bounds).
+  bool bounded = true;
+  // ... and with evict_first weight loads (gemv_weights_evict_first).
+  bool evict_first = false;
+};
+
 // The kernel a launch with these options runs (its plan is sized by that
 // kernel's occupancy). `gate`: GatedGemv's activation, null for Gemv.
-// `bounded`: the one-row kernels built for one more block an SM
-// (DeviceContext::gemv_occupancy_bounds). `deep_mma`: the tensor-core
-// kernel's one-wave build (GemvMmaKernel's kDeep).
+// `deep_mma`: the tensor-core kernel's one-wave build (GemvMmaKernel's
+// kDeep).
 KernelFn LaunchedKernel(DType dtype, int64_t batch, GemvPath path, bool norm,
                         bool pairs, const std::optional<Activation>* gate,
-                        bool bounded, bool deep_mma);
+                        OneRowBuild one_row, bool deep_mma);
 
 inline int ThreadsFor(GemvPath path) {
   return path == GemvPath::kTensorCore ? kMmaThreads : kThreads;

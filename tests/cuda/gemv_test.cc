@@ -12,8 +12,10 @@
 #include "kernels/cuda/gemv.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -89,6 +91,62 @@ class GemvTest : public CudaTest {
     std::vector<float> got = Download(*y);
     EXPECT_EQ(CountNonFinite(got), 0);
     return got;
+  }
+
+  // Each one-row kernel a context switch rebuilds (plain, fused norm, gated
+  // pairs, the gated down projection; bf16 and f16) run with
+  // set_switch(false), then set_switch(true): expects finite outputs, the
+  // same bits both ways, and returns each case's resident warps {off, on}.
+  std::vector<std::array<int, 2>> ExpectOneRowBitsBothWays(
+      const std::function<void(bool)>& set_switch) {
+    const int64_t in = 4096, out = 1000;
+    std::vector<std::array<int, 2>> warps;
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      SCOPED_TRACE(::testing::Message()
+                   << DTypeName(dtype) << " " << SeedMessage());
+      const Tensor x = Upload(RandomHost({1, in}));
+      const Tensor gate = Upload(RandomHost({1, in}));
+      const Tensor w =
+          Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
+      const Tensor gamma = Upload(RandomHost({in}, dtype, 0.5f));
+      const Tensor bias = Upload(RandomHost({out}));
+      GemvOptions plain, norm, pairs;
+      norm.norm = GemvNorm{gamma, Tensor(), 1e-6};
+      pairs.norm = norm.norm;
+      pairs.gated_pairs = true;
+      pairs.activation = Activation::kSilu;
+      pairs.activation_from_row = out / 2;
+      struct Case {
+        const char* name;
+        const GemvOptions* options;  // Null: GatedGemv.
+        int64_t y_cols;
+      };
+      for (const Case& c :
+           {Case{"plain", &plain, out}, Case{"norm", &norm, out},
+            Case{"pairs", &pairs, out / 2}, Case{"gated", nullptr, out}}) {
+        SCOPED_TRACE(c.name);
+        std::vector<float> got[2];
+        std::array<int, 2> resident_warps = {0, 0};
+        for (bool on : {false, true}) {
+          set_switch(on);
+          Tensor y = PoisonedDevice(DType::kF32, {1, c.y_cols});
+          const absl::Status status =
+              c.options == nullptr
+                  ? GatedGemv(ctx(), Activation::kSilu, gate, x, w, bias, &y)
+                  : Gemv(ctx(), x, w, bias, &y, *c.options);
+          EXPECT_TRUE(status.ok()) << status;
+          got[on] = Download(y);
+          absl::StatusOr<GemvPlan> plan =
+              PlanGemv(ctx(), x, w, c.options == nullptr ? plain : *c.options);
+          EXPECT_TRUE(plan.ok()) << plan.status();
+          if (plan.ok()) resident_warps[on] = plan->resident_warps;
+        }
+        EXPECT_EQ(CountNonFinite(got[1]), 0);
+        EXPECT_EQ(got[0], got[1]);
+        warps.push_back(resident_warps);
+      }
+    }
+    return warps;
   }
 
   static double CancellationFactor(const Tensor& x, const Tensor& w,
@@ -585,57 +643,23 @@ TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {
 }
 
 // DeviceContext::gemv_occupancy_bounds only changes how many blocks an SM
-// the one-row kernels fit: the same bits with and without it, for each
-// kernel it caps (plain, fused norm, gated pairs, the gated down projection),
-// and never fewer resident warps with it.
+// the one-row kernels fit: the same bits with and without it, and never
+// fewer resident warps with it.
 TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
-  const int64_t in = 4096, out = 1000;
-  for (DType dtype : {DType::kBF16, DType::kF16}) {
-    SCOPED_TRACE(::testing::Message()
-                 << DTypeName(dtype) << " " << SeedMessage());
-    const Tensor x = Upload(RandomHost({1, in}));
-    const Tensor gate = Upload(RandomHost({1, in}));
-    const Tensor w =
-        Upload(RandomHost({out, in}, dtype, 1.0f / std::sqrt(float(in))));
-    const Tensor gamma = Upload(RandomHost({in}, dtype, 0.5f));
-    const Tensor bias = Upload(RandomHost({out}));
-    GemvOptions plain, norm, pairs;
-    norm.norm = GemvNorm{gamma, Tensor(), 1e-6};
-    pairs.norm = norm.norm;
-    pairs.gated_pairs = true;
-    pairs.activation = Activation::kSilu;
-    pairs.activation_from_row = out / 2;
-    struct Case {
-      const char* name;
-      const GemvOptions* options;  // Null: GatedGemv.
-      int64_t y_cols;
-    };
-    for (const Case& c :
-         {Case{"plain", &plain, out}, Case{"norm", &norm, out},
-          Case{"pairs", &pairs, out / 2}, Case{"gated", nullptr, out}}) {
-      SCOPED_TRACE(c.name);
-      std::vector<float> got[2];
-      int resident_warps[2] = {0, 0};
-      for (bool bounded : {false, true}) {
-        ctx().set_gemv_occupancy_bounds(bounded);
-        Tensor y = PoisonedDevice(DType::kF32, {1, c.y_cols});
-        const absl::Status status =
-            c.options == nullptr
-                ? GatedGemv(ctx(), Activation::kSilu, gate, x, w, bias, &y)
-                : Gemv(ctx(), x, w, bias, &y, *c.options);
-        ASSERT_TRUE(status.ok()) << status;
-        got[bounded] = Download(y);
-        absl::StatusOr<GemvPlan> plan =
-            PlanGemv(ctx(), x, w, c.options == nullptr ? plain : *c.options);
-        ASSERT_TRUE(plan.ok()) << plan.status();
-        resident_warps[bounded] = plan->resident_warps;
-      }
-      ctx().set_gemv_occupancy_bounds(true);
-      EXPECT_EQ(CountNonFinite(got[1]), 0);
-      EXPECT_EQ(got[0], got[1]);
-      EXPECT_GE(resident_warps[1], resident_warps[0]);
-    }
-  }
+  const std::vector<std::array<int, 2>> warps = ExpectOneRowBitsBothWays(
+      [this](bool on) { ctx().set_gemv_occupancy_bounds(on); });
+  ctx().set_gemv_occupancy_bounds(true);
+  for (const std::array<int, 2>& w : warps) EXPECT_GE(w[1], w[0]);
+}
+
+// DeviceContext::gemv_weights_evict_first only hints L2 which lines to drop
+// first: the same bits with and without it, and the same resident warps
+// (the policy sits in a uniform register).
+TEST_F(GemvTest, WeightsEvictFirstKeepsTheBits) {
+  const std::vector<std::array<int, 2>> warps = ExpectOneRowBitsBothWays(
+      [this](bool on) { ctx().set_gemv_weights_evict_first(on); });
+  ctx().set_gemv_weights_evict_first(false);
+  for (const std::array<int, 2>& w : warps) EXPECT_EQ(w[1], w[0]);
 }
 
 // DeviceContext::gemv_deep_mma: a tensor-core grid that fits the GPU in one

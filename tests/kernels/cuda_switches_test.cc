@@ -130,10 +130,12 @@ TEST(CudaSwitchesTest, SwitchesReadElsewhereAreCheckedOnly) {
   EXPECT_TRUE(
       Apply({"DYNSPARSE_CUDA_PDL=0", "DYNSPARSE_CUDA_EARLY_LOADS=1",
              "DYNSPARSE_CUDA_GEMV_BOUNDS=0", "DYNSPARSE_CUDA_DEEP_MMA=0",
+             "DYNSPARSE_CUDA_WEIGHTS_EVICT_FIRST=1",
              "DYNSPARSE_CUDA_ARCHS=80-virtual;90a-real"},
             &o)
           .ok());
   EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_GEMV_BOUNDS=2"}, &o).ok());
+  EXPECT_FALSE(Apply({"DYNSPARSE_CUDA_WEIGHTS_EVICT_FIRST=yes"}, &o).ok());
 }
 
 TEST(CudaSwitchesTest, FlashConfigIsABuiltBlockShape) {
