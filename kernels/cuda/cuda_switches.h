@@ -18,9 +18,8 @@ namespace dynsparse::cuda {
 // a value its switch does not take, is InvalidArgument naming the variable
 // and what it accepts: a typo in an A/B run must fail, not time the default.
 // PDL, EARLY_LOADS, STORE_PREFETCH, GEMV_BOUNDS, DEEP_MMA and
-// WEIGHTS_EVICT_FIRST are read where
-// they apply (DeviceContext, which is made from a device id alone) and only
-// checked here.
+// WEIGHTS_EVICT_FIRST are read where they apply (DeviceContext, which is made
+// from a device id alone) and only checked here.
 absl::Status ApplyCudaSwitches(absl::Span<const absl::string_view> environment,
                                CudaBackendOptions* options);
 

@@ -738,7 +738,7 @@ KernelFn VectorVariant(bool norm, bool pairs, OneRowBuild one_row) {
                : OneRowKernel<T, PlainInput>(one_row);
 }
 
-// The gated down projection: x * gate (ProductInput, one_row like the
+// The gated down projection: x * gate (ProductInput, bounded like the
 // others), or x * act(gate) computed in the load (GatedInput, off the default
 // route: at 7 blocks an SM two of them spill, so they keep ptxas's counts).
 template <typename T>
