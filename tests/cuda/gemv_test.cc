@@ -96,11 +96,11 @@ class GemvTest : public CudaTest {
   // Each one-row kernel a context switch rebuilds (plain, fused norm, gated
   // pairs, the gated down projection; bf16 and f16) run with
   // set_switch(false), then set_switch(true): expects finite outputs, the
-  // same bits both ways, and returns each case's resident warps {off, on}.
-  std::vector<std::array<int, 2>> ExpectOneRowBitsBothWays(
-      const std::function<void(bool)>& set_switch) {
+  // same bits both ways, and appends each case's resident warps {off, on}
+  // to *warps.
+  void ExpectOneRowBitsBothWays(const std::function<void(bool)>& set_switch,
+                                std::vector<std::array<int, 2>>* warps) {
     const int64_t in = 4096, out = 1000;
-    std::vector<std::array<int, 2>> warps;
     for (DType dtype : {DType::kBF16, DType::kF16}) {
       SCOPED_TRACE(::testing::Message()
                    << DTypeName(dtype) << " " << SeedMessage());
@@ -134,19 +134,18 @@ class GemvTest : public CudaTest {
               c.options == nullptr
                   ? GatedGemv(ctx(), Activation::kSilu, gate, x, w, bias, &y)
                   : Gemv(ctx(), x, w, bias, &y, *c.options);
-          EXPECT_TRUE(status.ok()) << status;
+          ASSERT_TRUE(status.ok()) << status;
           got[on] = Download(y);
           absl::StatusOr<GemvPlan> plan =
               PlanGemv(ctx(), x, w, c.options == nullptr ? plain : *c.options);
-          EXPECT_TRUE(plan.ok()) << plan.status();
-          if (plan.ok()) resident_warps[on] = plan->resident_warps;
+          ASSERT_TRUE(plan.ok()) << plan.status();
+          resident_warps[on] = plan->resident_warps;
         }
         EXPECT_EQ(CountNonFinite(got[1]), 0);
         EXPECT_EQ(got[0], got[1]);
-        warps.push_back(resident_warps);
+        warps->push_back(resident_warps);
       }
     }
-    return warps;
   }
 
   static double CancellationFactor(const Tensor& x, const Tensor& w,
@@ -646,9 +645,9 @@ TEST_F(GemvTest, GatedPairsMatchCpuLinearsThenGatedActivate) {
 // the one-row kernels fit: the same bits with and without it, and never
 // fewer resident warps with it.
 TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
-  const std::vector<std::array<int, 2>> warps = ExpectOneRowBitsBothWays(
-      [this](bool on) { ctx().set_gemv_occupancy_bounds(on); });
-  ctx().set_gemv_occupancy_bounds(true);
+  std::vector<std::array<int, 2>> warps;  // The context is this test's own.
+  ASSERT_NO_FATAL_FAILURE(ExpectOneRowBitsBothWays(
+      [this](bool on) { ctx().set_gemv_occupancy_bounds(on); }, &warps));
   for (const std::array<int, 2>& w : warps) EXPECT_GE(w[1], w[0]);
 }
 
@@ -656,9 +655,9 @@ TEST_F(GemvTest, OccupancyBoundsKeepTheBits) {
 // first: the same bits with and without it, and the same resident warps
 // (the policy sits in a uniform register).
 TEST_F(GemvTest, WeightsEvictFirstKeepsTheBits) {
-  const std::vector<std::array<int, 2>> warps = ExpectOneRowBitsBothWays(
-      [this](bool on) { ctx().set_gemv_weights_evict_first(on); });
-  ctx().set_gemv_weights_evict_first(false);
+  std::vector<std::array<int, 2>> warps;  // The context is this test's own.
+  ASSERT_NO_FATAL_FAILURE(ExpectOneRowBitsBothWays(
+      [this](bool on) { ctx().set_gemv_weights_evict_first(on); }, &warps));
   for (const std::array<int, 2>& w : warps) EXPECT_EQ(w[1], w[0]);
 }
 
