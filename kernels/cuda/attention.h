@@ -83,7 +83,7 @@ struct DeviceAttentionArgs {
   // Decode with a fused new row and a cluster merge, f16 cache, head_dim
   // 128, early_kv_loads: a kernel instance compiled for that path alone
   // (no L2 prefetch, per-element loads or run-time RoPE choice). Same
-  // arithmetic, same bits, about a third of the code: the decode kernels
+  // arithmetic, same bits, about half the code: the decode kernels
   // around it stream ~400 MB a layer through L2, so a long attention kernel
   // may wait on instruction fetches at each phase (kernels/cuda/NOTES.md).
   bool lean_code = false;

@@ -493,7 +493,8 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
       void (*kernel)(KernelArgs) =
           DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>;
       if constexpr (kNewRow && std::is_same_v<KvT, __half>) {
-        if (a.lean_code && a.vec4 && a.head_dim == D) {
+        // DecodeLeanCodeApplies set lean_code; the launch adds alignment.
+        if (a.lean_code && a.vec4) {
           kernel = a.inv_freq != nullptr
                        ? DecodeAttentionClusterKernel<D, kNewRow, 8, KvT,
                                                       DecodeCode::kLeanRope>
