@@ -80,13 +80,6 @@ struct DeviceAttentionArgs {
   // key list, programmatic dependent launch: the cached keys and values are
   // loaded before the kernel waits for the one that writes q, k and v.
   bool early_kv_loads = false;
-  // Decode with a fused new row and a cluster merge, f16 cache, head_dim
-  // 128, early_kv_loads: a kernel instance compiled for that path alone
-  // (no L2 prefetch, per-element loads or run-time RoPE choice). Same
-  // arithmetic, same bits, about half the code: the decode kernels
-  // around it stream ~400 MB a layer through L2, so a long attention kernel
-  // may wait on instruction fetches at each phase (kernels/cuda/NOTES.md).
-  bool lean_code = false;
   // Decode only, head-subset attention (DejaVu): q and out hold num_heads
   // compact heads; compact head j of row r is query head
   // head_ids[r * num_heads + j], reading kv head head_ids / head_group.
@@ -119,11 +112,6 @@ int64_t DecodeChunkKeys(const DeviceAttentionArgs& args);
 // (DeviceAttentionArgs::cluster_merge asked for, and it applies).
 bool DecodeClusterMergeApplies(const DeviceContext& ctx,
                                const DeviceAttentionArgs& args);
-// Whether DecodeAttentionWithNewRow runs its lean build for these arguments
-// (lean_code and early_kv_loads set, the cluster merge applies, f16 cache,
-// head_dim 128; the launch also wants 8-byte aligned cache rows).
-bool DecodeLeanCodeApplies(const DeviceContext& ctx,
-                           const DeviceAttentionArgs& args);
 // Floats of scratch DecodeAttention needs for these arguments.
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args);
 // Ints of DeviceAttentionArgs::counters these arguments need (rows x heads).

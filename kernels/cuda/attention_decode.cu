@@ -28,13 +28,6 @@ namespace {
 // cluster of at most the portable 8 blocks.
 constexpr int kMaxClusterChunks = 8;
 
-// The code a fused new-row decode kernel carries. kGeneric: every path,
-// picked at run time from its arguments. kLeanRope / kLeanNoRope: only a
-// dense decode step's path (f16 cache, head_dim == D, aligned rows, cached
-// rows loaded before the PDL wait; with or without RoPE), the same
-// arithmetic in less code (DeviceAttentionArgs::lean_code says why).
-enum class DecodeCode { kGeneric, kLeanRope, kLeanNoRope };
-
 // The new row of a fused decode step (DecodeAttentionWithNewRow) in shared
 // memory, head_dim floats each at offsets 0, D and 2D: the query head rotated
 // by the row's position, and in the block whose chunk holds the row its kv
@@ -45,14 +38,11 @@ enum class DecodeCode { kGeneric, kLeanRope, kLeanNoRope };
 // that row from the cache, so no other block waits for the write. With an
 // f16 cache the key and value in shared memory are rounded as the cache
 // row is, so every block attends to what the unfused decode would read.
-template <int D, typename KvT, DecodeCode kCode>
+template <int D, typename KvT>
 __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
                                            int pos, bool has_key, float* smem) {
   const bool writes = has_key && h % a.group == 0;
-  const int hd = kCode == DecodeCode::kGeneric ? a.head_dim : D;
-  const bool rope = kCode == DecodeCode::kGeneric
-                        ? a.inv_freq != nullptr
-                        : kCode == DecodeCode::kLeanRope;
+  const int hd = a.head_dim;
   const float* q = a.q + static_cast<int64_t>(h) * hd;  // row 0
   const int64_t col0 = static_cast<int64_t>(kvh) * hd;
   const int64_t cache0 = static_cast<int64_t>(pos) * a.kv_stride + col0;
@@ -77,13 +67,10 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
       if (half > 0) KvStore(cache + (cache0 + i + half), x1);
     }
   };
-  // The lean kernels run kThreads threads (>= D), so their loops below
-  // take one step.
-  const int stride = kCode == DecodeCode::kGeneric ? blockDim.x : kThreads;
-  if (rope) {
+  if (a.inv_freq != nullptr) {
     const int half = hd >> 1;
     const float position = static_cast<float>(pos);
-    for (int i = threadIdx.x; i < half; i += stride) {
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
       float sn, c;
       sincosf(__fmul_rn(position, a.inv_freq[i]), &sn, &c);
       put(q[i], q[i + half], i, half, c, sn, true, 0, nullptr);
@@ -95,7 +82,7 @@ __device__ __forceinline__ void LoadNewRow(const KernelArgs& a, int h, int kvh,
       }
     }
   } else {  // No RoPE (OPT): copies, any head_dim.
-    for (int i = threadIdx.x; i < hd; i += stride) {
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
       put(q[i], 0.f, i, 0, 1.f, 0.f, false, 0, nullptr);
       if (has_key) {
         put(a.new_k[col0 + i], 0.f, i, 0, 1.f, 0.f, false, 1,
@@ -160,14 +147,12 @@ struct HeldRun<__half, kCols> {
 // q and key `pos` come from `new_row`, never from memory; LoadNewRow fills
 // it while the K/V loads are in flight (before them it cost every block one
 // more round trip: 8% at 16k keys).
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT, DecodeCode kCode>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
                                             int kvh, int pos, int chunk0,
                                             int limit, float* new_row,
                                             float* entry) {
   constexpr int kCols = D / 32;
-  constexpr bool kLean = kCode != DecodeCode::kGeneric;
-  const int head_dim = kLean ? D : a.head_dim;
   __shared__ float warp_m[kWarps], warp_l[kWarps];
   __shared__ float warp_acc[kWarps][D];
   const int lane = threadIdx.x & 31;
@@ -180,17 +165,16 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   const auto column = [lane](int c) {
     return kRuns ? kCols * lane + c : lane + 32 * c;
   };
-  [[maybe_unused]] const bool whole_runs =
-      kRuns && (kLean || (a.vec4 && a.head_dim == D));
+  [[maybe_unused]] const bool whole_runs = kRuns && a.vec4 && a.head_dim == D;
 
   const int key0 = chunk0 + warp * kKeysPerWarp;
-  const int64_t col0 = static_cast<int64_t>(kvh) * head_dim;
+  const int64_t col0 = static_cast<int64_t>(kvh) * a.head_dim;
   bool live[kKeysPerWarp];
   int64_t base[kKeysPerWarp];
 #pragma unroll
   for (int j = 0; j < kKeysPerWarp; ++j) {
     const int key = key0 + j;
-    const int key_row = key >= limit ? INT_MAX : kLean ? key : KeyRow(a, key);
+    const int key_row = key < limit ? KeyRow(a, key) : INT_MAX;
     live[j] = key_row <= pos;
     base[j] = live[j] ? static_cast<int64_t>(key_row) * a.kv_stride + col0 : 0;
   }
@@ -206,28 +190,26 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
         continue;
       }
     }
-    if constexpr (!kLean) {
 #pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        const int d = column(c);
-        const bool load = live[j] && !fresh && d < a.head_dim;
-        kk[j].set(c, load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f);
-        vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
-      }
+    for (int c = 0; c < kCols; ++c) {
+      const int d = column(c);
+      const bool load = live[j] && !fresh && d < a.head_dim;
+      kk[j].set(c, load ? KvLoad(KvPtr<KvT>(a.k) + (base[j] + d)) : 0.f);
+      vv[j].set(c, load ? KvLoad(KvPtr<KvT>(a.v) + (base[j] + d)) : 0.f);
     }
   }
-  if (kLean || a.early_kv) PdlWait();  // The loads above are in flight.
+  if (a.early_kv) PdlWait();  // The loads above are in flight.
   float q[kCols];
   if constexpr (kNewRow) {
-    LoadNewRow<D, KvT, kCode>(a, h, kvh, pos,
-                              pos < chunk0 + kKeysPerWarp * kWarps, new_row);
+    LoadNewRow<D, KvT>(a, h, kvh, pos, pos < chunk0 + kKeysPerWarp * kWarps,
+                       new_row);
 #pragma unroll
     for (int j = 0; j < kKeysPerWarp; ++j) {
       if (key0 + j != pos) continue;
 #pragma unroll
       for (int c = 0; c < kCols; ++c) {
         const int d = column(c);
-        if (d < head_dim) {
+        if (d < a.head_dim) {
           kk[j].set(c, new_row[D + d]);
           vv[j].set(c, new_row[2 * D + d]);
         }
@@ -238,12 +220,12 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
   for (int c = 0; c < kCols; ++c) {
     const int d = column(c);
     if constexpr (kNewRow) {
-      q[c] = d < head_dim ? new_row[d] * a.scale : 0.f;
+      q[c] = d < a.head_dim ? new_row[d] * a.scale : 0.f;
     } else {
-      q[c] = d < head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
-                                static_cast<int64_t>(h) * a.head_dim + d] *
-                                a.scale
-                          : 0.f;
+      q[c] = d < a.head_dim ? a.q[static_cast<int64_t>(row) * a.q_stride +
+                                  static_cast<int64_t>(h) * a.head_dim + d] *
+                                  a.scale
+                            : 0.f;
     }
   }
   float s[kKeysPerWarp];
@@ -292,16 +274,11 @@ __device__ __forceinline__ void DecodeChunk(const KernelArgs& a, int row, int h,
     entry[0] = block_m;
     entry[1] = block_l;
   }
-  const auto combine = [&](int d) {
+  for (int d = threadIdx.x; d < a.head_dim; d += kThreads) {
     float sum = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) sum += warp_acc[w][d] * weight[w];
     entry[2 + d] = sum;
-  };
-  if constexpr (kLean && D <= kThreads) {
-    if (threadIdx.x < D) combine(threadIdx.x);
-  } else {
-    for (int d = threadIdx.x; d < head_dim; d += kThreads) combine(d);
   }
 }
 
@@ -330,14 +307,13 @@ __device__ __forceinline__ void PrefetchCachedKv(const KernelArgs& a) {
 
 // A block's partial for its chunk into `entry`: DecodeChunk's, or an empty
 // one when none of the chunk's keys is visible to the row.
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT,
-          DecodeCode kCode = DecodeCode::kGeneric>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
                                              int h, int kvh, int pos,
                                              int chunk0, int limit,
                                              bool visible, float* entry) {
   if (!visible) {
-    if (kCode != DecodeCode::kGeneric || a.early_kv) PdlWait();
+    if (a.early_kv) PdlWait();
     if (threadIdx.x == 0) {
       entry[0] = -INFINITY;
       entry[1] = 0.f;
@@ -345,8 +321,8 @@ __device__ __forceinline__ void ChunkPartial(const KernelArgs& a, int row,
     return;
   }
   __shared__ float new_row[kNewRow ? 3 * D : 1];
-  DecodeChunk<D, kNewRow, kKeysPerWarp, KvT, kCode>(a, row, h, kvh, pos, chunk0,
-                                                    limit, new_row, entry);
+  DecodeChunk<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0, limit,
+                                             new_row, entry);
 }
 
 // Grid (chunks, heads, rows). Without a key list key j is cache row j; with
@@ -393,19 +369,14 @@ __global__ void __launch_bounds__(kThreads)
 // (H200, results/bench/h200_run119: 10.8 -> 9.0 us a Llama-2-7B layer).
 // Merged as CombineChunks does (max, then weights, in chunk order); one
 // thread per dimension, since there are at most 8 chunks.
-template <int D, bool kNewRow, int kKeysPerWarp, typename KvT,
-          DecodeCode kCode = DecodeCode::kGeneric>
+template <int D, bool kNewRow, int kKeysPerWarp, typename KvT>
 __global__ void __launch_bounds__(kThreads)
     DecodeAttentionClusterKernel(const KernelArgs a) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
   namespace cg = cooperative_groups;
   constexpr int kChunkKeys = kKeysPerWarp * kWarps;
-  constexpr bool kLean = kCode != DecodeCode::kGeneric;
-  if (!kLean && a.prefetch_kv && !a.early_kv) {
-    PrefetchCachedKv<kChunkKeys, KvT>(a);
-  }
-  if (!kLean && !a.early_kv) PdlWait();
-  const int head_dim = kLean ? D : a.head_dim;
+  if (a.prefetch_kv && !a.early_kv) PrefetchCachedKv<kChunkKeys, KvT>(a);
+  if (!a.early_kv) PdlWait();
   cg::cluster_group cluster = cg::this_cluster();
   const int chunk = blockIdx.x;  // The cluster spans all chunks: its rank.
   const int h = blockIdx.y;
@@ -415,44 +386,28 @@ __global__ void __launch_bounds__(kThreads)
   const int chunk0 = chunk * kChunkKeys;
   const int kvh = h / a.group;
   __shared__ float entry[2 + D];
-  ChunkPartial<D, kNewRow, kKeysPerWarp, KvT, kCode>(
-      a, row, h, kvh, pos, chunk0, limit, chunk0 < limit, entry);
+  ChunkPartial<D, kNewRow, kKeysPerWarp, KvT>(a, row, h, kvh, pos, chunk0,
+                                              limit, chunk0 < limit, entry);
   cluster.sync();
   if (chunk == 0) {
     const int d = threadIdx.x;
-    if (d < head_dim) {
-      // The lean build walks the largest cluster with the absent chunks
-      // masked: straight-line code instead of an unrolled loop and its
-      // remainder cases (the same chunks in the same order).
+    if (d < a.head_dim) {
       float m = -INFINITY;
-      float l = 0.f, sum = 0.f;
-      const auto max_of = [&](int c) {
+      for (int c = 0; c < a.chunks; ++c) {
         const float* e = cluster.map_shared_rank(entry, c);
         if (e[1] > 0.f) m = fmaxf(m, e[0]);
-      };
-      const auto add = [&](int c) {
+      }
+      float l = 0.f, sum = 0.f;
+      for (int c = 0; c < a.chunks; ++c) {
         const float* e = cluster.map_shared_rank(entry, c);
         if (e[1] > 0.f) {
           const float w = expf(e[0] - m);
           l += e[1] * w;
           sum += e[2 + d] * w;
         }
-      };
-      if constexpr (kLean) {
-#pragma unroll
-        for (int c = 0; c < kMaxClusterChunks; ++c) {
-          if (c < a.chunks) max_of(c);
-        }
-#pragma unroll
-        for (int c = 0; c < kMaxClusterChunks; ++c) {
-          if (c < a.chunks) add(c);
-        }
-      } else {
-        for (int c = 0; c < a.chunks; ++c) max_of(c);
-        for (int c = 0; c < a.chunks; ++c) add(c);
       }
       a.out[static_cast<int64_t>(row) * a.q_stride +
-            static_cast<int64_t>(h) * head_dim + d] =
+            static_cast<int64_t>(h) * a.head_dim + d] =
           l > 0.f ? sum * (1.f / l) : 0.f;
     }
   }
@@ -490,19 +445,8 @@ absl::Status LaunchDecode(DeviceContext& ctx, const KernelArgs& args,
           ClusterLaunchConfig(grid, dim3(kThreads), 0, ctx.stream(),
                               static_cast<unsigned>(a.chunks),
                               ctx.programmatic_launch(), attributes);
-      void (*kernel)(KernelArgs) =
-          DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>;
-      if constexpr (kNewRow && std::is_same_v<KvT, __half>) {
-        // DecodeLeanCodeApplies set lean_code; the launch adds alignment.
-        if (a.lean_code && a.vec4) {
-          kernel = a.inv_freq != nullptr
-                       ? DecodeAttentionClusterKernel<D, kNewRow, 8, KvT,
-                                                      DecodeCode::kLeanRope>
-                       : DecodeAttentionClusterKernel<D, kNewRow, 8, KvT,
-                                                      DecodeCode::kLeanNoRope>;
-        }
-      }
-      DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernel, a));
+      DS_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(
+          &config, DecodeAttentionClusterKernel<D, kNewRow, 8, KvT>, a));
       return LastLaunchStatus("DecodeAttentionClusterKernel");
     }
   }
@@ -577,13 +521,6 @@ bool DecodeClusterMergeApplies(const DeviceContext& ctx,
          CeilDiv(args.k_cache->dim(0), kDecodeKeysPerChunk) <=
              kMaxClusterChunks &&
          ctx.info().major >= 9;
-}
-
-bool DecodeLeanCodeApplies(const DeviceContext& ctx,
-                           const DeviceAttentionArgs& args) {
-  return args.lean_code && args.early_kv_loads &&
-         DecodeClusterMergeApplies(ctx, args) &&
-         args.k_cache->dtype() == DType::kF16 && args.head_dim == 128;
 }
 
 int64_t DecodeAttentionScratchFloats(const DeviceAttentionArgs& args) {
@@ -662,8 +599,6 @@ absl::Status DecodeAttentionWithNewRow(DeviceContext& ctx,
   // its successor only after its own wait, so when this kernel starts every
   // kernel before the q/k/v GEMV has finished. (No key list or head ids here.)
   a.early_kv = args.early_kv_loads && ctx.programmatic_launch();
-  // Loads before a wait that PDL off makes a no-op are as safe as after it.
-  a.lean_code = DecodeLeanCodeApplies(ctx, args);
   return DispatchKv(*args.k_cache, [&](auto kv) {
     return WithHeadDim(args.head_dim, [&](auto d) {
       return LaunchDecode<decltype(d)::value, true, decltype(kv)>(

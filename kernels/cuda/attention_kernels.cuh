@@ -68,10 +68,6 @@ struct KernelArgs {
   // Decode: merge the chunks in a cluster (DecodeAttentionClusterKernel;
   // DecodeClusterMergeApplies).
   bool cluster_merge = false;
-  // Decode with the new row fused, merged in a cluster: the kernel built
-  // for a dense step's path only, where it applies (LaunchDecode;
-  // DeviceAttentionArgs::lean_code).
-  bool lean_code = false;
 };
 
 // A cache pointer of KernelArgs as the kernel's element type.

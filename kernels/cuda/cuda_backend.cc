@@ -135,7 +135,6 @@ std::string CudaBackend::name() const {
       options_.fused_mlp_one_block_an_sm ? "" : ", MLP two blocks an SM",
       options_.cluster_decode_attention ? "" : ", attention merge in memory",
       options_.early_kv_loads ? "" : ", late K/V loads",
-      options_.lean_decode_attention ? ", lean decode attention code" : "",
       options_.f16_kv_cache ? "" : ", f32 KV cache",
       options_.fused_row_groups ? "" : ", a GEMV a weight for row groups", ")");
 }

@@ -80,7 +80,6 @@ void CudaBackend::LaunchDecodeAttention(DeviceAttentionArgs& d, uint64_t sig,
   }
   d.cluster_merge = options_.cluster_decode_attention;
   d.early_kv_loads = options_.early_kv_loads;
-  d.lean_code = options_.lean_decode_attention;
   sig = Mix(MixTensor(sig, scratch), d.counters != nullptr);
   if (!Op(sig)) return;
   Check(new_row != nullptr

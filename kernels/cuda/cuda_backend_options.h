@@ -208,11 +208,6 @@ struct CudaBackendOptions {
   // ms, OPT-6.7B 4.11 -> 4.04 ms). DYNSPARSE_CUDA_EARLY_KV=0 turns it off
   // (A/B timing).
   bool early_kv_loads = true;
-  // The fused decode attention of a dense step (f16 cache, head_dim 128,
-  // cluster merge, early K/V loads) runs a kernel instance built for that
-  // path alone (attention.h lean_code): half the code, same bits.
-  // DYNSPARSE_CUDA_LEAN_ATTENTION=1 turns it on (A/B timing).
-  bool lean_decode_attention = false;
 };
 
 }  // namespace dynsparse::cuda

@@ -50,7 +50,6 @@ constexpr OnOff kOnOff[] = {
      /*one_turns_on=*/true},
     {"ROW_GROUPS", &Options::fused_row_groups},
     {"MLP_ONE_BLOCK", &Options::fused_mlp_one_block_an_sm},
-    {"LEAN_ATTENTION", &Options::lean_decode_attention, /*one_turns_on=*/true},
     {"PDL", nullptr},
     {"EARLY_LOADS", nullptr},
     {"STORE_PREFETCH", nullptr},

@@ -9,6 +9,8 @@
 #    twice. If instruction fetches under the weight stream are part of the
 #    attention's ~7 us a layer, the lean build shortens it.
 # On an H200 it then times run188.sh's list (issues 6 and 7 rounds).
+# Ran at d62bd1a (results/bench/h100_run196); the lean build lost and was
+# removed after it, so the switch no longer exists past that commit.
 bash results/bench/switch_ab.sh run196 lean \
   "dynsparse-bench cuda_attention_test cuda_backend_test" \
   "-R DecodeNewRow|EverySwitchDecodesAnF16Model"

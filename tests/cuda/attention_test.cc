@@ -503,29 +503,6 @@ TEST_P(DecodeNewRowTest, MatchesRopeWriteKvThenAttention) {
         << "cluster merge " << SeedMessage();
     EXPECT_EQ(prefix(Download(kc3)), prefix(Download(kc1))) << "cluster merge";
     EXPECT_EQ(prefix(Download(vc3)), prefix(Download(vc1))) << "cluster merge";
-
-    // The lean build (where it applies: f16 cache, head_dim 128) does the
-    // same arithmetic in the same order: the same bits and cache rows.
-    Tensor kc4 = upload_poisoned(k_cache), vc4 = upload_poisoned(v_cache);
-    DecodeNewRow row4 = row3;
-    row4.k_cache = &kc4;
-    row4.v_cache = &vc4;
-    DeviceAttentionArgs lean_args = cluster_args;
-    lean_args.k_cache = &kc4;
-    lean_args.v_cache = &vc4;
-    lean_args.lean_code = true;
-    if (c.capacity == 300 && c.head_dim == 128 && f16 &&
-        ctx().info().major >= 9) {
-      EXPECT_TRUE(DecodeLeanCodeApplies(ctx(), lean_args));
-    }
-    Tensor out4 = PoisonedDevice(DType::kF32, {1, qd});
-    lean_args.out = &out4;
-    const absl::Status lean_st = DecodeAttentionWithNewRow(
-        ctx(), lean_args, row4, scratch.data<float>());
-    ASSERT_TRUE(lean_st.ok()) << lean_st;
-    EXPECT_EQ(Download(out4), Download(out3)) << "lean " << SeedMessage();
-    EXPECT_EQ(prefix(Download(kc4)), prefix(Download(kc3))) << "lean";
-    EXPECT_EQ(prefix(Download(vc4)), prefix(Download(vc3))) << "lean";
   }
 }
 

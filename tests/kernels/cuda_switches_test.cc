@@ -49,9 +49,6 @@ TEST(CudaSwitchesTest, EachOptionToggleMovesItsOption) {
       EXPECT_FALSE(o.cluster_decode_attention) << var;
     }
     if (t.name == "EARLY_KV") EXPECT_FALSE(o.early_kv_loads) << var;
-    if (t.name == "LEAN_ATTENTION") {
-      EXPECT_TRUE(o.lean_decode_attention) << var;
-    }
     if (t.name == "EARLY_MLP") EXPECT_FALSE(o.early_mlp_copies) << var;
     if (t.name == "MLP_SUM_IN_KERNEL") {
       EXPECT_TRUE(o.fused_mlp_sum_in_kernel) << var;
